@@ -2,8 +2,9 @@
 
 A recipe (JSON, see ``training/recipes/default.json``) gives the composition (cells as in
 ``construction.composition``), the prompt mode and the rollout parameters. The output directory
-holds ``<name>.jsonl`` (one ``{"messages": [...]}`` per line, plus ``id``/``env``/``stratum``) and
-``dataset_info.json`` registering it for LLaMA-Factory (sharegpt format with OpenAI-style roles);
+holds ``<name>.jsonl`` (one ``{"messages": [...]}`` per line, plus ``id``/``env``/``stratum``),
+``<name>.records.jsonl`` (the benchmark-format records behind them: provenance, and prompts with
+ground truth for ``envsim train rl``) and ``dataset_info.json`` registering it for LLaMA-Factory (sharegpt format with OpenAI-style roles);
 ``datasets.load_dataset("json", data_files=...)`` reads the same file.
 """
 
@@ -47,6 +48,18 @@ def dataset_info(name: str, file_name: str) -> dict[str, Any]:
                             "assistant_tag": "assistant", "system_tag": "system"}}}
 
 
+def write_sft_files(records: list[dict[str, Any]], out_dir: Path, name: str, prompt_mode: str = "mdp",
+                    rationale: Callable[[dict[str, Any]], str] | None = None,
+                    class_sources: dict[str, str] | None = None) -> str:
+    """Write ``<name>.jsonl`` (chat samples), ``<name>.records.jsonl`` and ``dataset_info.json``; returns the name."""
+    name = name.replace("-", "_")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_jsonl((sft_sample(r, prompt_mode, rationale, class_sources) for r in records), out_dir / f"{name}.jsonl")
+    write_jsonl(records, out_dir / f"{name}.records.jsonl")
+    (out_dir / "dataset_info.json").write_text(json.dumps(dataset_info(name, f"{name}.jsonl"), indent=2) + "\n")
+    return name
+
+
 def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1", workers: int = 1,
                    rationales: bool = False, progress: Any = None, env_ids: list[str] | None = None) -> dict[str, Any]:
     """Roll out training environments, sample the recipe's composition, write the SFT files; returns stats."""
@@ -67,10 +80,7 @@ def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1"
         from envsim.training.rationale import execution_rationale
 
         trace = execution_rationale
-    name = recipe.get("name", "envsim_sft").replace("-", "_")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_jsonl((sft_sample(r, mode, trace, sources) for r in records), out_dir / f"{name}.jsonl")
-    (out_dir / "dataset_info.json").write_text(json.dumps(dataset_info(name, f"{name}.jsonl"), indent=2) + "\n")
+    name = write_sft_files(records, out_dir, recipe.get("name", "envsim_sft"), mode, trace, sources)
     stats = {"name": name, "samples": len(records), "environments": len({r["env"] for r in records}),
              "pool": len(pool), "prompt_mode": mode, "rationales": rationales,
              "by_stratum": {s: sum(r["stratum"] == s for r in records)

@@ -41,7 +41,7 @@ class SFTSettings:
     dataset: str
     output_dir: Path
     gpus: int = 1
-    template: str = "qwen3"
+    template: str = "qwen3_nothink"
     learning_rate: float = 2e-5
     epochs: float = 3.0
     cutoff_len: int = 8192

@@ -62,17 +62,33 @@ def test_held_out_envs_are_refused(tmp_path):
         build_sft_data(TINY, tmp_path, env_ids=[read_test_envs("v1")[0]])
 
 
-def test_cli_training_file_has_no_test_environment(tmp_path):
+def test_no_test_split_sample_in_any_training_file(tmp_path):
+    """Every file 'envsim train data' writes is free of held-out environments and of test samples."""
+    import re
+
+    from envsim.benchmark import load
+    from envsim.delta import canonical_json
+
     recipe = tmp_path / "tiny.json"
     recipe.write_text(json.dumps(TINY))
-    result = CliRunner().invoke(main, ["train", "data", "--recipe", str(recipe), "--out", str(tmp_path / "sft"),
-                                       "--workers", "2"])
+    out = tmp_path / "sft"
+    result = CliRunner().invoke(main, ["train", "data", "--recipe", str(recipe), "--out", str(out), "--workers", "2"])
     assert result.exit_code == 0, result.output
-    rows = [json.loads(l) for l in (tmp_path / "sft" / "tiny.jsonl").read_text().splitlines()]
-    held_out = set(read_test_envs("v1"))
-    assert rows and not {r["env"] for r in rows} & held_out
-    text = (tmp_path / "sft" / "tiny.jsonl").read_text()
-    assert not any(f'"env":"{env}"' in text for env in held_out)
+    files = sorted(p for p in out.iterdir() if p.is_file())
+    assert {p.name for p in files} == {"tiny.jsonl", "tiny.records.jsonl", "dataset_info.json", "stats.json"}
+    held_out = read_test_envs("v1")
+    mention = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, held_out)) + r")(?![\w-])")
+    for path in files:
+        found = mention.search(path.read_text(encoding="utf-8"))
+        assert found is None, f"{path.name} mentions held-out environment {found.group(0)}"
+    rows = [json.loads(line) for line in (out / "tiny.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (out / "tiny.records.jsonl").read_text().splitlines()]
+    assert len(rows) == len(records) == 20 and [r["id"] for r in rows] == [r["id"] for r in records]
+    test_samples = {(r["env"], canonical_json(r["state"]), canonical_json(r["action"])) for r in load("v1", "test")}
+    assert not {(r["env"], canonical_json(r["state"]), canonical_json(r["action"])) for r in records} & test_samples
+    test_prompts = {json.dumps(r["state"], ensure_ascii=False, sort_keys=True) for r in load("v1", "test")}
+    assert not any(state in row["messages"][1]["content"] for row in rows for state in test_prompts
+                   if len(state) > 200)
 
 
 def test_sft_dry_run_writes_recipe_defaults(tmp_path):

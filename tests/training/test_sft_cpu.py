@@ -1,13 +1,12 @@
-"""Real training steps on CPU: tiny local model -> envsim train data -> envsim train sft (llamafactory-cli).
+"""Real training steps on CPU: tiny local model -> envsim train data -> envsim train sft (llamafactory-cli)
+-> envsim serve -> envsim eval; and envsim train rl (two GRPO steps rewarded by our scorer) -> serve -> eval.
 
 Runs where the [train] extra is installed (CI installs it in a second virtual environment)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,76 +18,87 @@ pytestmark = pytest.mark.train
 from envsim.cli import main  # noqa: E402
 from envsim.construction.splits import training_envs  # noqa: E402
 from envsim.envs.registry import list_envs  # noqa: E402
+from envsim.evaluation.parsing import parse_answer  # noqa: E402
+from envsim.evaluation.scoring import score_prediction  # noqa: E402
 from envsim.training.data import build_sft_data  # noqa: E402
+from envsim.training.rewards import COMPONENTS, RewardWeights  # noqa: E402
 
 RECIPE = {"name": "cpu_smoke", "prompt_mode": "mdp", "rollout": {"seed": 5, "episodes": 1, "steps": 20},
           "cells": [{"stratum": "failure", "n": 4}, {"stratum": "no_change", "n": 4}, {"stratum": "simple", "n": 4},
                     {"delta_range": [3, 12], "n": 4}]}
 
 
-def test_tiny_model_then_real_llamafactory_sft_steps(tmp_path, monkeypatch):
-    data = tmp_path / "data"
-    envs = training_envs([e.id for e in list_envs() if e.builtin])[:4]
-    build_sft_data(RECIPE, data, env_ids=envs)
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory) -> dict[str, Path]:
+    """SFT data of 4 training envs, a tiny model built on it, and 2 real LLaMA-Factory SFT steps."""
+    import os
+    import sys
+
+    root = tmp_path_factory.mktemp("smoke")
+    data = root / "data"
+    build_sft_data(RECIPE, data, env_ids=training_envs([e.id for e in list_envs() if e.builtin])[:4])
     runner = CliRunner()
-    built = runner.invoke(main, ["train", "tiny-model", "--data", str(data), "--out", str(tmp_path / "tiny")])
+    built = runner.invoke(main, ["train", "tiny-model", "--data", str(data), "--out", str(root / "tiny")])
     assert built.exit_code == 0, built.output
-    info = json.loads(built.output[built.output.rindex('{"model_dir"'):])
+    old_path = os.environ.get("PATH", "")
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{old_path}"
+    try:
+        assert shutil.which("llamafactory-cli")
+        sft = runner.invoke(main, ["train", "sft", "--model", str(root / "tiny"), "--data", str(data),
+                                   "--out", str(root / "sft"), "--cutoff", "4096", "--batch", "2", "--max-steps", "2",
+                                   "--no-bf16"])
+    finally:
+        os.environ["PATH"] = old_path
+    return {"data": data, "tiny": root / "tiny", "sft": root / "sft" / "checkpoints", "built": built.output,
+            "sft_output": sft.output, "sft_exit": sft.exit_code}
+
+
+def test_tiny_model_then_real_llamafactory_sft_steps(smoke):
+    info = json.loads(smoke["built"][smoke["built"].rindex('{"model_dir"'):])
     assert info["parameters"] < 1_000_000
-    assert (tmp_path / "tiny" / "model.safetensors").exists() and (tmp_path / "tiny" / "tokenizer.json").exists()
-    launcher = Path(sys.executable).parent / "llamafactory-cli"
-    monkeypatch.setenv("PATH", f"{launcher.parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    assert shutil.which("llamafactory-cli")
-    run = tmp_path / "run"
-    result = runner.invoke(main, ["train", "sft", "--model", str(tmp_path / "tiny"), "--data", str(data),
-                                  "--out", str(run), "--cutoff", "4096", "--batch", "2", "--max-steps", "2",
-                                  "--no-bf16"])
-    assert result.exit_code == 0, result.output
-    checkpoint = run / "checkpoints"
-    assert (checkpoint / "model.safetensors").exists()
-    state = json.loads((checkpoint / "trainer_state.json").read_text())
+    assert (smoke["tiny"] / "model.safetensors").exists() and (smoke["tiny"] / "tokenizer.json").exists()
+    assert smoke["sft_exit"] == 0, smoke["sft_output"]
+    assert (smoke["sft"] / "model.safetensors").exists()
+    state = json.loads((smoke["sft"] / "trainer_state.json").read_text())
     assert state["global_step"] == 2
 
 
-def test_serve_trained_tiny_model_and_evaluate(tmp_path, monkeypatch):
+def test_serve_trained_tiny_model_and_evaluate(smoke, tmp_path, serve_and_evaluate):
     """tiny model -> 2 SFT steps -> envsim serve (transformers) -> envsim eval --limit 20: a complete run directory."""
-    import signal
-    import socket
-    import subprocess
-    import time
+    assert smoke["sft_exit"] == 0, smoke["sft_output"]
+    summary = serve_and_evaluate(smoke["sft"], tmp_path / "eval")
+    assert summary["scored"] == 20 and summary["infra_failures"] == 0
 
-    data = tmp_path / "data"
-    build_sft_data(RECIPE, data, env_ids=training_envs([e.id for e in list_envs() if e.builtin])[:4])
-    bin_dir = Path(sys.executable).parent
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    runner = CliRunner()
-    assert runner.invoke(main, ["train", "tiny-model", "--data", str(data), "--out", str(tmp_path / "tiny")]).exit_code == 0
-    result = runner.invoke(main, ["train", "sft", "--model", str(tmp_path / "tiny"), "--data", str(data),
-                                  "--out", str(tmp_path / "run"), "--cutoff", "4096", "--batch", "2",
-                                  "--max-steps", "2", "--no-bf16"])
+
+def test_two_grpo_steps_rewarded_by_our_scorer_then_serve_and_evaluate(smoke, tmp_path, venv_on_path,
+                                                                        serve_and_evaluate):
+    """envsim train rl: 2 GRPO steps on the SFT checkpoint; every logged reward equals the scorer's verdict."""
+    assert smoke["sft_exit"] == 0, smoke["sft_output"]
+    records_path = smoke["data"] / "cpu_smoke.records.jsonl"
+    run = tmp_path / "rl"
+    result = CliRunner().invoke(main, ["train", "rl", "--model", str(smoke["sft"]), "--records", str(records_path),
+                                       "--out", str(run), "--device", "cpu", "--num-generations", "2", "--batch", "2",
+                                       "--max-completion-length", "24", "--max-steps", "2", "--lr", "1e-5",
+                                       "--fm-weight", "0.5"])
     assert result.exit_code == 0, result.output
-    checkpoint = str(tmp_path / "run" / "checkpoints")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    serve = subprocess.Popen([str(bin_dir / "envsim"), "serve", "--model", checkpoint, "--backend", "transformers",
-                              "--port", str(port), "--ready-timeout", "240"], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-    try:
-        first = serve.stdout.readline()
-        assert first.startswith(f"serving {checkpoint} at http://127.0.0.1:{port}/v1"), first
-        run_dir = tmp_path / "eval"
-        evaluated = runner.invoke(main, ["eval", "--model", checkpoint, "--base-url", f"http://127.0.0.1:{port}/v1",
-                                         "--limit", "20", "--max-tokens", "64", "--run-dir", str(run_dir)])
-        assert evaluated.exit_code == 0, evaluated.output
-    finally:
-        serve.send_signal(signal.SIGINT)
-        serve.wait(60)
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["scored"] + summary["infra_failures"] == 20 and summary["scored"] == 20
-    for name in ("config.json", "results.jsonl", "summary.json", "report.md", "cm_by_delta.png"):
-        assert (run_dir / name).exists(), name
-    assert serve.returncode is not None
-    time.sleep(0.5)
-    with socket.socket() as probe:                     # the server is gone after Ctrl-C
-        assert probe.connect_ex(("127.0.0.1", port)) != 0
+    policy = run / "policy"
+    assert (policy / "model.safetensors").exists() and (policy / "tokenizer.json").exists()
+    assert json.loads((policy / "trainer_state.json").read_text())["global_step"] == 2
+    steps = [json.loads(line) for line in (policy / "rewards.jsonl").read_text().splitlines()]
+    assert len(steps) == 2
+    for component in COMPONENTS:
+        assert all(f"rewards/envsim_{component}/mean" in step for step in steps)
+    records = {json.loads(line)["id"]: json.loads(line) for line in records_path.read_text().splitlines()}
+    logged = [json.loads(line) for line in (policy / "completions.jsonl").read_text().splitlines()]
+    assert len(logged) == 4                                      # 2 steps x 2 completions
+    weights = RewardWeights(cm=1.0, fm=0.5, format=0.2)
+    for row in logged:
+        score = score_prediction(records[row["record_id"]], parse_answer(row["text"]))
+        assert (row["format"], row["fm"], row["cm"]) == (float(score.parsed), float(score.fm), float(score.cm))
+    assert sorted({row["step"] for row in logged}) == [0, 1]
+    for index, step in enumerate(steps):
+        group = [row for row in logged if row["step"] == index]
+        mean = sum(sum(w * r[c] for w, c in zip(weights.as_list(), COMPONENTS)) for r in group) / len(group)
+        assert step["reward"] == pytest.approx(mean, abs=1e-6)
+    summary = serve_and_evaluate(policy, tmp_path / "eval")
+    assert summary["scored"] == 20 and summary["infra_failures"] == 0

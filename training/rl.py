@@ -1,0 +1,231 @@
+"""RL with verifiable rewards: GRPO (TRL) on simulator prompts from training-split environments.
+
+The reward is the evaluator's own scorer (``training.rewards``): format validity, Feedback Match and
+Config Match, weighted as the user sets. ``envsim train rl`` writes ``rl_config.json`` into the run
+directory and runs ``python -m envsim.training.rl RUN/rl_config.json`` (under ``accelerate launch``
+with DeepSpeed ZeRO-3 on several GPUs); generation uses vLLM (colocated) when asked and installed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envsim.construction.splits import assert_no_test_envs
+from envsim.evaluation.prompts import PROMPT_MODES, build_messages
+from envsim.training.rewards import COMPONENTS, RewardWeights, reward_functions
+from envsim.training.sft import ZERO3
+
+CONFIG_NAME = "rl_config.json"
+
+
+@dataclass
+class RLSettings:
+    """One GRPO run: model, prompts, reward weights and the GRPO hyper-parameters."""
+
+    model: str
+    records: Path
+    output_dir: Path
+    weights: RewardWeights = field(default_factory=RewardWeights)
+    prompt_mode: str = "mdp"
+    version: str = "v1"
+    learning_rate: float = 1e-6
+    num_generations: int = 8
+    per_device_batch: int = 8
+    gradient_accumulation: int = 1
+    max_completion_length: int = 2048
+    temperature: float = 1.0
+    beta: float = 0.0
+    epochs: float = 1.0
+    max_steps: int | None = None
+    bf16: bool = True
+    gradient_checkpointing: bool = True
+    use_vllm: bool = False
+    vllm_gpu_memory_utilization: float = 0.3
+    gpus: int = 1
+    cpu: bool = False
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form written to ``rl_config.json``."""
+        data = asdict(self)
+        data["records"], data["output_dir"] = str(self.records), str(self.output_dir)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "RLSettings":
+        """Inverse of ``to_json``."""
+        values = dict(data)
+        values["records"], values["output_dir"] = Path(values["records"]), Path(values["output_dir"])
+        values["weights"] = RewardWeights(**values.get("weights", {}))
+        return cls(**values)
+
+    def check(self) -> None:
+        """Raise ``ValueError`` on settings GRPO would reject later (after minutes of loading)."""
+        if self.prompt_mode not in PROMPT_MODES:
+            raise ValueError(f"unknown prompt mode {self.prompt_mode!r}")
+        if self.num_generations < 2:
+            raise ValueError("GRPO needs at least 2 generations per prompt (advantages are group-relative)")
+        batch = self.per_device_batch * self.gradient_accumulation * max(self.gpus, 1)
+        if batch % self.num_generations:
+            raise ValueError(f"the generation batch ({batch} = per-device batch x accumulation x GPUs) must be "
+                             f"a multiple of --num-generations ({self.num_generations})")
+        if all(w == 0 for w in self.weights.as_list()):
+            raise ValueError("all reward weights are zero")
+
+
+def grpo_arguments(settings: RLSettings) -> dict[str, Any]:
+    """Keyword arguments of ``trl.GRPOConfig`` for these settings."""
+    args: dict[str, Any] = {
+        "output_dir": str(settings.output_dir),
+        "learning_rate": settings.learning_rate,
+        "num_generations": settings.num_generations,
+        "per_device_train_batch_size": settings.per_device_batch,
+        "gradient_accumulation_steps": settings.gradient_accumulation,
+        "max_completion_length": settings.max_completion_length,
+        "max_prompt_length": None,          # never cut a state out of the prompt
+        "temperature": settings.temperature,
+        "beta": settings.beta,
+        "num_train_epochs": settings.epochs,
+        "reward_weights": settings.weights.as_list(),
+        "bf16": settings.bf16 and not settings.cpu,
+        "gradient_checkpointing": settings.gradient_checkpointing and not settings.cpu,
+        "use_cpu": settings.cpu,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "report_to": "none",
+        "seed": settings.seed,
+        "use_vllm": settings.use_vllm,
+    }
+    if settings.max_steps is not None:
+        args["max_steps"] = settings.max_steps
+    if settings.use_vllm:
+        args.update(vllm_mode="colocate", vllm_gpu_memory_utilization=settings.vllm_gpu_memory_utilization)
+    return args
+
+
+def write_rl_files(settings: RLSettings, run_dir: Path) -> tuple[Path, Path | None]:
+    """Write ``rl_config.json`` (and ``ds_z3.json`` on several GPUs); returns their paths."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config_path = run_dir / CONFIG_NAME
+    config_path.write_text(json.dumps({"settings": settings.to_json(), "grpo": grpo_arguments(settings),
+                                       "reward_components": list(COMPONENTS)}, indent=2) + "\n")
+    ds_path = None
+    if settings.gpus > 1:
+        ds_path = run_dir / "ds_z3.json"
+        ds_path.write_text(json.dumps(ZERO3, indent=2) + "\n")
+    return config_path, ds_path
+
+
+def launch_command(config_path: Path, gpus: int, ds_path: Path | None) -> list[str]:
+    """The command that runs the GRPO job (``accelerate launch`` with ZeRO-3 on several GPUs)."""
+    if gpus <= 1:
+        return [sys.executable, "-m", "envsim.training.rl", str(config_path)]
+    launcher = shutil.which("accelerate") or "accelerate"
+    command = [launcher, "launch", "--num_processes", str(gpus), "--mixed_precision", "bf16"]
+    if ds_path is not None:
+        command += ["--use_deepspeed", "--deepspeed_config_file", str(ds_path)]
+    return [*command, "-m", "envsim.training.rl", str(config_path)]
+
+
+def read_records(path: Path, version: str = "v1") -> list[dict[str, Any]]:
+    """Benchmark-format records for RL prompts; refuses held-out environments (``LeakError``)."""
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not records:
+        raise ValueError(f"{path} holds no records")
+    missing = [k for k in ("env", "state", "action", "observation", "next_state") if k not in records[0]]
+    if missing:
+        raise ValueError(f"{path} is not a benchmark-format record file (missing {', '.join(missing)})")
+    assert_no_test_envs((r["env"] for r in records), version)
+    return records
+
+
+def rl_rows(records: list[dict[str, Any]], prompt_mode: str) -> list[dict[str, Any]]:
+    """Dataset rows: conversational ``prompt`` (the evaluation prompt) and the ``record`` as JSON text."""
+    return [{"prompt": build_messages(r, prompt_mode), "record": json.dumps(r, sort_keys=True)} for r in records]
+
+
+def _repair_trl_availability_flags() -> None:
+    """TRL 0.24 reads transformers' ``_is_package_available``, which returns a ``(bool, version)`` tuple
+    from transformers 5 on: every optional package then looks installed (and TRL imports mergekit).
+    Turn those tuples back into booleans before TRL's trainers are imported."""
+    import trl.import_utils as flags
+
+    for name in dir(flags):
+        value = getattr(flags, name)
+        if name.startswith("_") and name.endswith("_available") and isinstance(value, tuple):
+            setattr(flags, name, bool(value[0]))
+
+
+def _tokenizer(model: str) -> Any:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    tokenizer.padding_side = "left"                      # generation pads on the left
+    tokenizer.model_input_names = ["input_ids", "attention_mask"]
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def _policy_model(settings: RLSettings) -> Any:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    dtype = torch.bfloat16 if settings.bf16 and not settings.cpu else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(settings.model, dtype=dtype)
+    if not hasattr(model, "warnings_issued"):          # TRL 0.24 writes to it; transformers 5 dropped it
+        model.warnings_issued = {}
+    return model
+
+
+def train_grpo(settings: RLSettings) -> dict[str, Any]:
+    """Run GRPO; saves the policy to ``output_dir`` and the per-step log to ``rewards.jsonl``; returns a summary."""
+    settings.check()
+    records = read_records(settings.records, settings.version)
+    _repair_trl_availability_flags()
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    tokenizer = _tokenizer(settings.model)
+    out = settings.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    log_path = out / "completions.jsonl"
+    log_path.unlink(missing_ok=True)
+    trainer = GRPOTrainer(model=_policy_model(settings), reward_funcs=reward_functions(log_path),
+                          args=GRPOConfig(**grpo_arguments(settings)),
+                          train_dataset=Dataset.from_list(rl_rows(records, settings.prompt_mode)),
+                          processing_class=tokenizer)
+    trainer.train()
+    trainer.save_model(str(out))
+    if trainer.accelerator.is_main_process:
+        tokenizer.padding_side = "right"
+        tokenizer.save_pretrained(str(out))
+        trainer.state.save_to_json(str(out / "trainer_state.json"))
+        steps = [entry for entry in trainer.state.log_history if "reward" in entry]
+        with (out / "rewards.jsonl").open("w", encoding="utf-8") as handle:
+            for entry in steps:
+                handle.write(json.dumps(entry, sort_keys=True) + "\n")
+    summary = {"global_step": trainer.state.global_step, "prompts": len(records), "output_dir": str(out),
+               "reward_by_step": [entry.get("reward") for entry in trainer.state.log_history if "reward" in entry]}
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m envsim.training.rl RUN/rl_config.json``."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m envsim.training.rl RUN/rl_config.json", file=sys.stderr)
+        return 2
+    config = json.loads(Path(args[0]).read_text())
+    summary = train_grpo(RLSettings.from_json(config["settings"]))
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
