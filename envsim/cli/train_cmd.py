@@ -162,6 +162,10 @@ def rl_cmd(model: str, records: Path, run_dir: Path, cm_weight: float, fm_weight
         click.echo(f"# {config_path}\n{config_path.read_text()}")
         click.echo(" ".join(command))
         return
+    missing = [m for m in ("trl", "transformers", "datasets") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise click.ClickException(f"envsim train rl needs the [train] extra (missing: {', '.join(missing)}); "
+                                   "or use --dry-run")
     click.echo(f"GRPO on {len(prompts)} prompts; policy -> {settings.output_dir}", err=True)
     code = subprocess.call(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     if code != 0:

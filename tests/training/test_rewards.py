@@ -146,3 +146,13 @@ def test_rl_dry_run_writes_config_and_command(tmp_path):
     bad = CliRunner().invoke(main, ["train", "rl", "--model", "/m", "--records", str(records), "--out",
                                     str(tmp_path / "r2"), "--num-generations", "3", "--dry-run"])
     assert bad.exit_code != 0 and "multiple of --num-generations" in bad.output
+
+
+def test_rl_without_trl_says_which_extra_is_missing(tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "trl" else real(name, *a))
+    result = CliRunner().invoke(main, ["train", "rl", "--model", "/m", "--records", str(_training_records(tmp_path)),
+                                       "--out", str(tmp_path / "run"), "--device", "cpu"])
+    assert result.exit_code != 0 and "needs the [train] extra (missing: trl" in result.output
