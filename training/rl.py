@@ -196,8 +196,8 @@ def train_grpo(settings: RLSettings) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / "completions.jsonl"
     log_path.unlink(missing_ok=True)
-    trainer = GRPOTrainer(model=_policy_model(settings), reward_funcs=reward_functions(log_path),
-                          args=GRPOConfig(**grpo_arguments(settings)),
+    args = GRPOConfig(**grpo_arguments(settings))   # before the model: under ZeRO-3 loading is then partitioned
+    trainer = GRPOTrainer(model=_policy_model(settings), reward_funcs=reward_functions(log_path), args=args,
                           train_dataset=Dataset.from_list(rl_rows(records, settings.prompt_mode)),
                           processing_class=tokenizer)
     trainer.train()
