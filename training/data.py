@@ -23,10 +23,14 @@ from envsim.envs.source import class_source
 from envsim.evaluation.prompts import PROMPT_VERSION, build_messages, target_answer
 
 
+SHIPPED_RECIPES: tuple[str, ...] = ("default", "smoke")
+
+
 def load_recipe(source: str | Path | None) -> dict[str, Any]:
-    """A recipe dict: ``None``/``"default"`` for the shipped default, or a JSON file path."""
-    if source in (None, "default"):
-        return json.loads(resources.files("envsim.training").joinpath("recipes/default.json").read_text())
+    """A recipe dict: a shipped recipe by name (``None`` = ``"default"``, ``"smoke"``), or a JSON file path."""
+    name = "default" if source is None else str(source)
+    if name in SHIPPED_RECIPES:
+        return json.loads(resources.files("envsim.training").joinpath(f"recipes/{name}.json").read_text())
     return json.loads(Path(source).read_text())
 
 

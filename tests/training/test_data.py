@@ -25,6 +25,16 @@ def test_default_recipe_mirrors_the_published_mixture():
     assert sum(c["n"] for c in recipe["cells"]) == 6230 and recipe["prompt_mode"] == "mdp"
 
 
+def test_shipped_recipes_load_by_name_and_files_by_path(tmp_path):
+    assert load_recipe(None) == load_recipe("default")
+    smoke = load_recipe("smoke")
+    assert smoke["name"] == "smoke" and sum(c["n"] for c in smoke["cells"]) == 64
+    (tmp_path / "mine.json").write_text(json.dumps(TINY))
+    assert load_recipe(str(tmp_path / "mine.json")) == TINY
+    with pytest.raises(OSError):
+        load_recipe(str(tmp_path / "missing.json"))
+
+
 def _records_by_id(rows):
     from envsim.construction.pipeline import build_pool
 
