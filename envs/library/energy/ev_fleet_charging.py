@@ -179,6 +179,17 @@ class EvFleetCharging(Environment):
         return {"success": True, "sessions": started}
 
     @tool(write=True)
+    def advance_clock(self, hours: int) -> dict[str, Any]:
+        """Move the depot clock forward (wrapping at midnight); later sessions are billed at the new hour's rate.
+
+        Args:
+            hours: Hours to advance, 1 to 12.
+        """
+        require_range(hours, 1, 12, "Hours")
+        self.hour = (self.hour + hours) % 24
+        return {"success": True, "hour": self.hour, "peak": self.hour in PEAK_HOURS}
+
+    @tool(write=True)
     def set_depot_tariff(self, depot: Literal["north", "south", "harbor"], tariff: Literal["flat", "tou", "fleet_ev"]) -> dict[str, Any]:
         """Switch a depot to another electricity tariff.
 
