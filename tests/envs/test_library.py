@@ -35,3 +35,25 @@ def test_every_domain_readme_lists_its_environments():
         readme = root / entry.domain / "README.md"
         assert readme.exists(), f"{entry.domain} has no README.md"
         assert f"`{entry.cls.env_name()}`" in readme.read_text(), f"{entry.id} missing from {readme}"
+
+
+def test_blood_bank_sampled_states_link_units_and_requests():
+    """Sampled reserved/issued units belong to an open/fulfilled request of their type; stock counts match."""
+    from envsim.envs.registry import get_env
+
+    cls = get_env("blood_bank-v1")
+    for seed in range(60):
+        state = cls.sample_state(seed)
+        units, requests = state["units"], state["requests"]
+        for uid, unit in units.items():
+            if unit["status"] in ("reserved", "issued"):
+                req = requests[unit["request_id"]]
+                assert uid in req["units"] and req["status"] == {"reserved": "open", "issued": "fulfilled"}[unit["status"]]
+                assert (req["blood_type"], req["component"]) == (unit["blood_type"], unit["component"])
+        for rid, req in requests.items():
+            assert all(units[u]["request_id"] == rid for u in req["units"])
+            if req["status"] == "fulfilled":
+                assert len(req["units"]) == req["units_needed"] > 0
+        stock = {t: sum(u["status"] == "available" and u["blood_type"] == t for u in units.values())
+                 for t in state["available_by_type"]}
+        assert stock == state["available_by_type"]

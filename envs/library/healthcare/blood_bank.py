@@ -21,6 +21,34 @@ def compatible(donor: str, recipient: str) -> bool:
     return abo_ok and rh_ok
 
 
+def _link_sampled_units(units: dict[str, Any], requests: dict[str, Any], stock: dict[str, int], issued_on: str) -> None:
+    """Make a sampled state consistent: every reserved unit belongs to an open request and every issued unit
+    to a fulfilled one (of its type and component); units without a request go back to stock, fulfilled
+    requests hold exactly their issued units, and a fulfilled request without units becomes cancelled."""
+    for unit_status, request_status in (("reserved", "open"), ("issued", "fulfilled")):
+        for uid, unit in units.items():
+            if unit["status"] != unit_status:
+                continue
+            target = next((rid for rid, req in requests.items() if req["status"] == request_status
+                           and len(req["units"]) < req["units_needed"]
+                           and (not req["units"] or (req["blood_type"], req["component"])
+                                == (unit["blood_type"], unit["component"]))), None)
+            if target is None:
+                unit["status"] = "available"
+                stock[unit["blood_type"]] += 1
+                continue
+            req = requests[target]
+            if not req["units"]:
+                req["blood_type"], req["component"] = unit["blood_type"], unit["component"]
+            req["units"].append(uid)
+            unit["request_id"] = target
+    for req in requests.values():
+        if req["status"] == "fulfilled":
+            if req["units"]:
+                req["units_needed"], req["issued_on"] = len(req["units"]), issued_on
+            else:
+                req["status"] = "cancelled"
+
 class BloodBank(Environment):
     """A hospital blood bank that collects donations, stores units, crossmatches them to requests and issues them.
 
@@ -48,6 +76,7 @@ class BloodBank(Environment):
             requests[rid] = {"patient": s.person_name(), "blood_type": s.choice(TYPES), "component": s.weighted({"RBC": 5, "plasma": 1, "platelets": 1}),
                              "units_needed": s.int(1, 4), "units": [], "status": s.weighted({"open": 4, "fulfilled": 1, "cancelled": 1}),
                              "urgency": s.choice(["routine", "urgent", "emergency"])}
+        _link_sampled_units(units, requests, stock, issued_on="2026-04-09")
         return {"today": "2026-04-10", "donors": donors, "units": units, "requests": requests,
                 "available_by_type": stock, "next_unit_number": 88100, "discard_log": []}
 
