@@ -25,7 +25,8 @@ import asyncio
 import copy
 import json
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from collections import Counter
+from typing import Any, Callable, Iterable, Sequence
 
 from envsim.evaluation.providers import Generation, Provider
 from envsim.evaluation.report import bootstrap_ci
@@ -160,6 +161,11 @@ def _rate(values: list[float]) -> dict[str, Any]:
             "ci": bootstrap_ci(values)}
 
 
+def reason_counts(rows: Iterable[dict[str, Any]], limit: int = 10) -> dict[str, int]:
+    """``reason`` → count over ``rows``, most common first (reasons cut to 120 characters)."""
+    return dict(Counter(str(r.get("reason"))[:120] for r in rows).most_common(limit))
+
+
 def chained_summary(rows: Sequence[dict[str, Any]], **header: Any) -> dict[str, Any]:
     """Aggregate episode rows: CM@k, step FM/CM, episode CM and steps before divergence, per length."""
     scored = [r for r in rows if r.get("status") == "scored"]
@@ -179,7 +185,8 @@ def chained_summary(rows: Sequence[dict[str, Any]], **header: Any) -> dict[str, 
     before = [r["steps_before_divergence"] for r in scored]
     return {
         **header, "tier": "chained", "episodes": len(rows), "scored": len(scored),
-        "infra_failures": len(rows) - len(scored), "steps": len(steps),
+        "infra_failures": len(rows) - len(scored), "infra_failure_reasons": reason_counts(
+            r for r in rows if r.get("status") != "scored"), "steps": len(steps),
         "step_fm": _rate([1.0 if s["fm"] else 0.0 for s in steps]),
         "step_cm": _rate([1.0 if s["cm"] else 0.0 for s in steps]),
         "episode_cm": _rate([1.0 if r["first_divergence"] is None else 0.0 for r in scored]),
@@ -193,20 +200,30 @@ def chained_summary(rows: Sequence[dict[str, Any]], **header: Any) -> dict[str, 
 
 
 def chained_markdown(summary: dict[str, Any]) -> str:
-    """The chained summary as Markdown."""
+    """The chained summary as Markdown (an empty group reads "–", never 0.0)."""
     def pct(group: dict[str, Any]) -> str:
+        if not group["n"]:
+            return "–"
         lo, hi = group["ci"]
         return f"{100 * group['rate']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
     lines = [f"# Chained tier: {summary.get('model', 'model')}", "",
              f"{summary['scored']} episodes scored ({summary['steps']} calls), {summary['infra_failures']} "
-             f"infrastructure failures; prompt `{summary.get('prompt_mode')}` v{summary.get('prompt_version')}.", "",
-             f"- episode CM (exact to the end): {pct(summary['episode_cm'])}",
-             f"- step FM: {pct(summary['step_fm'])}; step CM (state exact after the step): {pct(summary['step_cm'])}",
-             f"- mean steps before divergence: {summary['mean_steps_before_divergence']} "
-             f"({100 * summary['mean_fraction_before_divergence']:.1f}% of the episode)",
-             f"- invalid answers (unparseable or unappliable): {summary['invalid_answers']}", "",
-             "| k | episodes with ≥k calls | CM@k % [95% CI] |", "|---:|---:|---:|"]
+             f"infrastructure failures; prompt `{summary.get('prompt_mode')}` v{summary.get('prompt_version')}.", ""]
+    if summary["infra_failures"]:
+        lines += [("**No episode was scored.** " if not summary["scored"] else "")
+                  + f"Infrastructure failures ({summary['infra_failures']} of {summary['episodes']} episodes; "
+                  "a re-run of the same command retries them):", ""]
+        lines += [f"- {count}× {reason}" for reason, count in summary.get("infra_failure_reasons", {}).items()]
+        lines.append("")
+    fraction = (f"{100 * summary['mean_fraction_before_divergence']:.1f}% of the episode" if summary["scored"]
+                else "–")
+    lines += [f"- episode CM (exact to the end): {pct(summary['episode_cm'])}",
+              f"- step FM: {pct(summary['step_fm'])}; step CM (state exact after the step): {pct(summary['step_cm'])}",
+              f"- mean steps before divergence: {summary['mean_steps_before_divergence'] if summary['scored'] else '–'}"
+              f" ({fraction})",
+              f"- invalid answers (unparseable or unappliable): {summary['invalid_answers']}", "",
+              "| k | episodes with ≥k calls | CM@k % [95% CI] |", "|---:|---:|---:|"]
     lines += [f"| {k} | {g['n']} | {pct(g)} |" for k, g in summary["cm_at_k"].items()]
     lines += ["", "| length | episodes | episode CM % | mean steps before divergence |", "|---:|---:|---:|---:|"]
     lines += [f"| {k} | {g['episode_cm']['n']} | {pct(g['episode_cm'])} | {g['mean_steps_before_divergence']} |"

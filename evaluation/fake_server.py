@@ -50,6 +50,7 @@ class FakeOpenAIServer(LocalHTTPServer):
     * ``slow`` - sleeps ``slow_seconds`` then answers the oracle;
     * ``flaky`` - 429 then 500 on the first two tries of every prompt, then the oracle;
     * ``down`` - always 500; ``nochoices`` - a 200 response without choices;
+    * ``missing`` - 404 "model does not exist"; ``locked`` - 401 "incorrect API key";
     * ``agent`` - a tool-calling agent (three calls of argument-free tools, then a plain answer);
     * ``corrupt`` - always a patch that does not apply; ``corrupt-once`` - that on the first try of
       every prompt, then the oracle.
@@ -64,6 +65,7 @@ class FakeOpenAIServer(LocalHTTPServer):
         self.slow_seconds = slow_seconds
         self.latency = latency
         self.calls: dict[str, int] = defaultdict(int)
+        self.auth_headers: set[str] = set()  # every Authorization header received
         self.oracle_cache: dict[str, str] = {}
         self.lock = threading.Lock()
         server = self
@@ -81,6 +83,7 @@ class FakeOpenAIServer(LocalHTTPServer):
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                server.auth_headers.add(self.headers.get("Authorization") or "")
                 status, payload = server.answer(body)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
@@ -111,6 +114,10 @@ class FakeOpenAIServer(LocalHTTPServer):
             time.sleep(self.latency)
         if model == "down":
             return 500, {"error": {"message": "internal error"}}
+        if model == "missing":
+            return 404, {"error": {"message": f"The model `{model}` does not exist.", "type": "NotFoundError"}}
+        if model == "locked":
+            return 401, {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error"}}
         if model == "flaky" and attempt <= 2:
             return (429, {"error": {"message": "slow down"}}) if attempt == 1 else (500, {"error": {"message": "oops"}})
         if model == "slow":

@@ -8,7 +8,8 @@ record id to one of the names below; every other prompt gets the true answer (or
 * ``number`` / ``object`` - ``message.content`` is a JSON number / object instead of text;
 * ``huge`` - ``huge_bytes`` of answer sent chunked (no length known in advance);
   ``huge-length`` - the same with a ``Content-Length`` header; ``gzip`` - a gzip body that expands
-  to ``huge_bytes``; ``huge-500`` - an HTTP 500 error page of ``huge_bytes``.
+  to ``huge_bytes``; ``huge-500`` - an HTTP 500 error page of ``huge_bytes``;
+* ``error-500`` - an ordinary HTTP 500 JSON error (this sample fails for infrastructure reasons).
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ class HostileServer(LocalHTTPServer):
         """Write the response of behaviour ``kind``."""
         if kind in ("huge", "huge-length", "huge-500"):
             self._huge(handler, status=500 if kind == "huge-500" else 200, chunked=kind == "huge")
+            return
+        if kind == "error-500":  # the endpoint fails this sample (an infrastructure failure, not a wrong answer)
+            self._send(handler, 500, json.dumps({"error": {"message": "boom: replica lost its GPU"}}).encode())
             return
         if kind == "gzip":
             inner = _completion("x" * self.huge_bytes)

@@ -4,6 +4,7 @@ and any OpenAI-compatible chat endpoint."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -68,6 +69,10 @@ def oracle_answer(record: dict[str, Any]) -> str:
     return json.dumps({"observation": transition.observation, "patch": transition.patch})
 
 
+PROBE_MESSAGES = [{"role": "user", "content": "Reply with the JSON object {} and nothing else."}]
+PROBE_MAX_TOKENS = 16
+
+
 class OpenAICompatibleProvider:
     """Any OpenAI-compatible chat-completions endpoint (vLLM, transformers serve, hosted APIs)."""
 
@@ -76,7 +81,7 @@ class OpenAICompatibleProvider:
                  extra_body: dict[str, Any] | None = None, max_response_bytes: int | None = None) -> None:
         import openai
 
-        from envsim.evaluation.http_limits import DEFAULT_MAX_RESPONSE_BYTES, capped_http_client
+        from envsim.evaluation.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 
         self.name = model
         self.temperature = temperature
@@ -84,22 +89,46 @@ class OpenAICompatibleProvider:
         self.extra_body = extra_body or {}
         self.max_response_bytes = int(max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES)
         self._openai = openai
-        self.client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
-            timeout=timeout, max_retries=0,
-            http_client=capped_http_client(self.max_response_bytes, timeout=timeout),
-        )
+        self._client_args = {"base_url": base_url, "api_key": api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+                             "timeout": timeout}
+        self.client = self._new_client()
 
-    async def generate(self, messages: list[dict[str, str]], record: dict[str, Any]) -> Generation:
-        """One chat completion; extra request fields (e.g. ``response_format``) come from ``extra_body``."""
+    def _new_client(self) -> Any:
+        from envsim.evaluation.http_limits import capped_http_client
+
+        return self._openai.AsyncOpenAI(**self._client_args, max_retries=0,
+                                        http_client=capped_http_client(self.max_response_bytes,
+                                                                       timeout=self._client_args["timeout"]))
+
+    async def reset_client(self) -> None:
+        """Close the HTTP client and start a fresh one (its connections belong to the event loop that
+        opened them: call this before the provider is used from another ``asyncio.run``)."""
+        await self.client.close()
+        self.client = self._new_client()
+
+    def _request(self, messages: list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
+        """Keyword arguments of one chat-completions request; extra fields (e.g. ``response_format``)
+        come from ``extra_body``."""
         params = dict(self.extra_body)
         response_format = params.pop("response_format", None)
         kwargs: dict[str, Any] = {"model": self.name, "messages": messages, "temperature": self.temperature,
-                                  "max_tokens": self.max_tokens}
+                                  "max_tokens": max_tokens}
         if response_format is not None:
             kwargs["response_format"] = response_format
         if params:
             kwargs["extra_body"] = params
+        return kwargs
+
+    async def probe(self) -> Generation:
+        """One tiny request with the run's settings (model, temperature, extra fields; at most
+        ``PROBE_MAX_TOKENS`` answer tokens): the preflight's proof that the endpoint answers."""
+        return await self._complete(self._request(PROBE_MESSAGES, min(self.max_tokens, PROBE_MAX_TOKENS)))
+
+    async def generate(self, messages: list[dict[str, str]], record: dict[str, Any]) -> Generation:
+        """One chat completion with the run's settings."""
+        return await self._complete(self._request(messages, self.max_tokens))
+
+    async def _complete(self, kwargs: dict[str, Any]) -> Generation:
         from envsim.evaluation.http_limits import ResponseTooLarge
 
         try:
@@ -154,6 +183,45 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return f"a {type(value).__name__}"
+
+
+def describe_error(exc: BaseException, url: str | None = None, timeout: float | None = None) -> str:
+    """What went wrong with a request, with the server's own message when it sent one (``url``:
+    default the URL of the failed request, when the exception carries it)."""
+    import openai
+
+    url = url or _request_url(exc)
+
+    if isinstance(exc, (asyncio.TimeoutError, openai.APITimeoutError)):
+        return f"no answer from {url} within {timeout or '?'} s"
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code} from {url}: {server_message(exc.body, exc.message)}"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        return f"cannot connect to {url}: {type(cause).__name__ + ': ' + str(cause) if cause else str(exc)}"
+    return f"{type(exc).__name__} from {url}: {str(exc)[:300]}"
+
+
+def _request_url(exc: BaseException) -> str:
+    """The URL of the request an SDK exception belongs to (``"the endpoint"`` when it has none)."""
+    try:
+        return str(exc.request.url)  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - any exception without a request
+        return "the endpoint"
+
+
+def server_message(body: Any, fallback: str) -> str:
+    """The error text of an error response body (OpenAI's ``{"error": {"message"}}``, FastAPI's
+    ``{"detail"}``, a plain ``{"message"}`` or text), cut to 300 characters."""
+    found: Any = None
+    if isinstance(body, dict):
+        error = body.get("error")
+        found = (error.get("message") if isinstance(error, dict) else error) or body.get("message") \
+            or body.get("detail")
+    elif isinstance(body, str):
+        found = body
+    text = str(found if found not in (None, "") else fallback).strip()
+    return text[:300] + ("…" if len(text) > 300 else "")
 
 
 def make_provider(model: str, base_url: str | None = None, **kwargs: Any) -> Provider:

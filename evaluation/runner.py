@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from envsim.evaluation.parsing import parse_answer
 from envsim.evaluation.prompts import PROMPT_VERSION, build_messages
-from envsim.evaluation.providers import Provider, now
+from envsim.evaluation.providers import Provider, describe_error, now
 from envsim.evaluation.scoring import SampleScore, score_prediction
 from envsim.tokens import eval_token_fields
 
@@ -147,11 +147,17 @@ class EvalConfig:
     track: str = "single"
     horizon: int = 0
     episodes: int = 0
+    rollout_version: int | None = None  # how rollout-track episodes are drawn (2: the first call changes state)
 
     def digest(self) -> str:
-        """Hash of the settings that change results (not concurrency, timeouts or retries)."""
-        data = asdict(self)
+        """Hash of the settings that change results (not concurrency, timeouts or retries). Fields added
+        later count only when set, so run directories written before them keep their hash."""
+        data = {k: v for k, v in asdict(self).items() if not (k in ADDED_LATER and v is None)}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+ADDED_LATER = ("rollout_version",)
+ROLLOUT_VERSION = 2
 
 
 @dataclass
@@ -242,7 +248,8 @@ async def _evaluate_one(record: dict[str, Any], provider: Provider, config: Eval
                 await asyncio.sleep(policy.delay(attempts))
                 continue
             kind = "timeout" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
-            return {**base, "status": "infra_failure", "reason": f"{kind}: {str(exc)[:300]}", "attempts": attempts}
+            return {**base, "status": "infra_failure", "reason": f"{kind}: {describe_error(exc, timeout=policy.timeout)}",
+                    "attempts": attempts}
     latency = now() - started
     timing = {"prompt_tokens": generation.prompt_tokens, "completion_tokens": generation.completion_tokens,
               "latency_s": round(latency, 4), "attempts": attempts}

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import Any, Protocol
 
-from envsim.construction.explorer import ExplorerPolicy
+from envsim.construction.explorer import ExplorerPolicy, StatePools
+from envsim.delta import canonical_json
 from envsim.envs.base import Environment
+from envsim.envs.executor import execute
+from envsim.evaluation.chained import INFRA_PREFIX
 from envsim.records import Action
+
+FIRST_STEP_TRIES = 64
+
+
+def stable_seed(*parts: Any) -> int:
+    """A 64-bit seed from JSON-serialisable ``parts``, the same in every process (unlike the salted ``hash()``)."""
+    return int.from_bytes(hashlib.sha256(canonical_json(list(parts)).encode()).digest()[:8], "big")
+
+
+def is_request_failure(reason: str | None) -> bool:
+    """Whether a step's ``reason`` says the simulator could not be reached (an infrastructure failure)."""
+    return (reason or "").startswith(INFRA_PREFIX)
 
 
 class AgentPolicy(Protocol):
@@ -29,6 +45,51 @@ class ExplorerAgent:
                           state: dict[str, Any]) -> Action | None:
         """A plausible random call on the state the agent currently sees."""
         return self.policy.next_action(self.env_class, state)
+
+
+class ChangingStartAgent:
+    """The explorer of the rollout track, seeded per (environment, episode seed), whose first call changes the state.
+
+    Step 0: up to ``tries`` explorer draws are executed on the real class from the current state and
+    the first that changes it is played (``first_step_changes_state`` becomes True); when none does, a
+    write-tool call is played and ``first_step_changes_state`` becomes False. Later steps: the explorer's
+    draws as they come. Given the simulated environment ``env``, the agent stops after a step whose
+    simulator request failed (the episode is then an infrastructure failure).
+    """
+
+    def __init__(self, env_class: type[Environment], seed: int, env: Any = None,
+                 tries: int = FIRST_STEP_TRIES) -> None:
+        self.env_class = env_class
+        self.policy = ExplorerPolicy(seed=stable_seed(env_class.env_id(), seed))
+        self.env = env
+        self.tries = tries
+        self.first_step_changes_state: bool | None = None
+
+    async def next_action(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                          state: dict[str, Any]) -> Action | None:
+        """A state-changing call first, then plausible random calls; ``None`` after a failed request."""
+        history = getattr(self.env, "history", None)
+        if history and is_request_failure(history[-1].reason):
+            return None
+        if self.first_step_changes_state is None:
+            return self._first_action(state)
+        return self.policy.next_action(self.env_class, state)
+
+    def _first_action(self, state: dict[str, Any]) -> Action:
+        for _ in range(max(1, self.tries)):
+            action = self.policy.next_action(self.env_class, state)
+            if execute(self.env_class, state, action).delta_size > 0:
+                self.first_step_changes_state = True
+                return action
+        self.first_step_changes_state = False
+        return self._write_call(state)
+
+    def _write_call(self, state: dict[str, Any]) -> Action:
+        writes = [s for s in self.env_class.tool_specs().values() if s.write]
+        if not writes:
+            return self.policy.next_action(self.env_class, state)
+        spec = self.policy.rng.choice(writes)
+        return Action(spec.name, self.policy.arguments_for(spec, StatePools.harvest(state)))
 
 
 class LLMAgent:

@@ -1,6 +1,13 @@
 """The multi-step evaluation track: K-step explorer trajectories on held-out environments where the
 simulator's own predicted state is fed forward; reported as CM@k and mean steps before divergence.
-Episodes are appended to ``episodes.jsonl`` as they finish, and a re-run skips finished ones."""
+
+Every episode's first call changes the true state (``training.agents.ChangingStartAgent``, seeded per
+environment and episode), so a simulator that predicts "no change" cannot score CM@1. An episode in
+which a simulator request failed (connection refused, timeouts after retries) stops there and is an
+infrastructure failure (``"status": "infra_failure"`` with its ``reason``), kept out of the figures.
+Episodes are appended to ``episodes.jsonl`` as they finish; a re-run skips the scored ones (rows
+written before ``status`` existed count as scored) and retries the rest.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +16,21 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from envsim.envs.base import Environment
 from envsim.envs.registry import get_env
 from envsim.evaluation.providers import Provider
-from envsim.training.agents import ExplorerAgent
-from envsim.training.drift import drift_report
+from envsim.training.agents import ChangingStartAgent, is_request_failure
+from envsim.training.drift import is_scored
 from envsim.training.simulate import cost_summary, run_episode, write_outputs
 from envsim.training.simulated import EnvSpec, SimulatedEnvironment
 
 
+def _key(env_id: str, seed: int) -> str:
+    return f"{env_id}#{seed}"
+
+
 def _read_episodes(path: Path) -> dict[str, dict[str, Any]]:
+    """The latest row per episode in ``episodes.jsonl`` (unreadable lines are skipped)."""
     done: dict[str, dict[str, Any]] = {}
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -25,14 +38,29 @@ def _read_episodes(path: Path) -> dict[str, dict[str, Any]]:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            done[f"{row['env']}#{row['seed']}"] = row
+            done[_key(row["env"], row["seed"])] = row
     return done
+
+
+async def play_rollout_episode(env: SimulatedEnvironment, env_class: type[Environment], seed: int,
+                               horizon: int) -> dict[str, Any]:
+    """One rollout-track episode in ``env`` (shadow mode) as its result row, with ``status`` (``scored`` or
+    ``infra_failure`` plus ``reason``) and ``first_step_changes_state``."""
+    agent = ChangingStartAgent(env_class, seed, env)
+    episode = await run_episode(env, agent, seed, horizon)
+    episode["first_step_changes_state"] = agent.first_step_changes_state
+    reason = next((s["reason"] for s in episode["steps"] if is_request_failure(s["reason"])), None)
+    if reason is not None:
+        return {**episode, "status": "infra_failure", "reason": reason}
+    return {**episode, "status": "scored"}
 
 
 async def run_rollout_track(env_ids: Sequence[str], simulator: Provider, out: Path, *, episodes: int, horizon: int,
                             seed: int = 0, concurrency: int = 8, prompt_mode: str = "mdp",
                             on_episode: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Run (or resume) the rollout track and write its reports under ``out``; returns the drift report."""
+    """Run (or resume) the rollout track and write its reports under ``out``; returns the drift report
+    (``training.drift.drift_report``: ``cm_at_k``, ``cm_at_k_changed``, ``scored``, ``infra_failures``,
+    ``infra_failure_reasons``, ...)."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "episodes.jsonl"
     done = _read_episodes(path)
@@ -42,16 +70,16 @@ async def run_rollout_track(env_ids: Sequence[str], simulator: Provider, out: Pa
     with path.open("a", encoding="utf-8") as sink:
 
         async def one(env_id: str, episode_seed: int) -> None:
-            if f"{env_id}#{episode_seed}" in done:
+            if is_scored(done.get(_key(env_id, episode_seed), {"status": "missing"})):
                 return
             cls = get_env(env_id)
             env = SimulatedEnvironment(EnvSpec.from_class(cls), simulator, prompt_mode=prompt_mode, shadow=True)
             envs.append(env)
             async with semaphore:
-                episode = await run_episode(env, ExplorerAgent(cls, seed=episode_seed), episode_seed, horizon)
+                episode = await play_rollout_episode(env, cls, episode_seed, horizon)
             sink.write(json.dumps(episode, ensure_ascii=False) + "\n")
             sink.flush()
-            done[f"{env_id}#{episode_seed}"] = episode
+            done[_key(env_id, episode_seed)] = episode
             if on_episode is not None:
                 on_episode(episode)
 
@@ -61,7 +89,6 @@ async def run_rollout_track(env_ids: Sequence[str], simulator: Provider, out: Pa
             close = getattr(simulator, "aclose", None)
             if close is not None:
                 await close()
-    finished = [done[f"{e}#{s}"] for e, s in jobs if f"{e}#{s}" in done]
-    report = write_outputs(finished, out, horizon=horizon, shadow=True, stats=cost_summary(envs, 0.0, 0.0),
-                           title=f"rollout track, {len(finished)} episodes")
-    return report or drift_report(finished, horizon)
+    finished = [done[_key(e, s)] for e, s in jobs if _key(e, s) in done]
+    return write_outputs(finished, out, horizon=horizon, shadow=True, stats=cost_summary(envs, 0.0, 0.0),
+                         title=f"rollout track: {getattr(simulator, 'name', 'model')}, {len(finished)} episodes")

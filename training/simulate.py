@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from envsim.records import Action
-from envsim.training.drift import drift_markdown, drift_report, plot_drift
+from envsim.training.drift import drift_markdown, drift_report, is_scored, plot_drift
 from envsim.training.simulated import SimulatedEnvironment
 
 AGENT_SYSTEM = ("You are an agent operating a tool environment. Call one tool at a time; the results of your "
@@ -53,14 +53,16 @@ async def run_episode(env: SimulatedEnvironment, agent: Any, seed: int, steps: i
 def write_outputs(episodes: Sequence[dict[str, Any]], out: Path, *, horizon: int, shadow: bool, stats: dict[str, Any],
                   title: str) -> dict[str, Any]:
     """Write ``trajectories.jsonl`` (ShareGPT with tool calls), ``steps.jsonl``, costs and, in shadow mode,
-    ``drift.json`` / ``drift.md`` / ``drift.png``. Returns the drift report (or ``{}``)."""
+    ``drift.json`` / ``drift.md`` / ``drift.png``. Returns the drift report (or ``{}``). Episodes that are
+    not scored (infrastructure failures) are left out of the trajectories and steps, and counted apart."""
     out.mkdir(parents=True, exist_ok=True)
+    scored = [e for e in episodes if is_scored(e)]
     with (out / "trajectories.jsonl").open("w", encoding="utf-8") as handle:
-        for e in episodes:
+        for e in scored:
             handle.write(json.dumps({"conversations": e["conversations"], "tools": e["tools"], "env": e["env"],
                                      "seed": e["seed"]}, ensure_ascii=False) + "\n")
     with (out / "steps.jsonl").open("w", encoding="utf-8") as handle:
-        for e in episodes:
+        for e in scored:
             for step in e["steps"]:
                 handle.write(json.dumps({"env": e["env"], "seed": e["seed"], **step}, ensure_ascii=False) + "\n")
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")

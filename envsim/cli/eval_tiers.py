@@ -54,10 +54,16 @@ def tier_plan(benchmark: str, tier: str | None, split_given: bool,
 
 
 def run_tiers(plan: dict[str, dict[str, Any]], params: dict[str, Any]) -> None:
-    """Evaluate every tier of ``plan`` with the eval command's ``params``; write and print the side-by-side table."""
+    """Evaluate every tier of ``plan`` with the eval command's ``params``; write and print the side-by-side table.
+
+    One preflight before the first tier; ``--min-scored`` is judged per tier after all tiers ran (exit 3
+    when any tier falls short)."""
     from envsim.cli.eval_cmd import _slug, eval_cmd
+    from envsim.cli.eval_outcome import enforce_min_scored
 
     ctx = click.get_current_context()
+    if params.get("preflight", True):
+        _preflight(params)
     benchmark, model = params["benchmark"], params["model"]
     limit = params.get("limit")
     base = params.get("run_dir") or params["runs_root"] / _slug(
@@ -84,6 +90,39 @@ def run_tiers(plan: dict[str, dict[str, Any]], params: dict[str, Any]) -> None:
     (Path(base) / "tiers.md").write_text(tiers_markdown(table, model, benchmark))
     click.echo(tiers_markdown(table, model, benchmark))
     click.echo(f"run directory: {base}")
+    short = [(name, s) for name, s in summaries.items()
+             if s["scored"] < params["min_scored"].required(_tier_total(s))]
+    for name, s in short:
+        click.echo(f"tier {name}: {s['scored']} of {_tier_total(s)} scored", err=True)
+    if short:
+        name, s = short[0]
+        enforce_min_scored(s["scored"], _tier_total(s), params["min_scored"],
+                           unit="episodes" if s.get("tier") == "chained" else "samples")
+
+
+def _tier_total(summary: dict[str, Any]) -> int:
+    """Samples (episodes for the chained tier) a tier's run tried."""
+    return summary["episodes"] if summary.get("tier") == "chained" else summary["samples"]
+
+
+def _preflight(params: dict[str, Any]) -> None:
+    """The eval command's preflight, once for all tiers."""
+    from envsim.cli.eval_cmd import endpoint_urls, run_preflight_or_stop
+    from envsim.evaluation.runner import RetryPolicy
+
+    urls = endpoint_urls(tuple(params.get("base_url") or ()), params.get("base_url_file"))
+    run_preflight_or_stop(params["model"], _provider(params, urls), urls, params.get("api_key"),
+                          RetryPolicy(timeout=params["timeout"], max_retries=params["max_retries"]))
+
+
+def _provider(params: dict[str, Any], urls: list[str]) -> Any:
+    """The endpoint provider (or baseline) the eval command's ``params`` describe."""
+    from envsim.cli.eval_cmd import make_endpoint_provider
+
+    extra = json.loads(params["extra_json"]) if params.get("extra_json") else {}
+    return make_endpoint_provider(params["model"], urls, temperature=params["temperature"],
+                                  max_tokens=params["max_tokens"], timeout=params["timeout"], extra_body=extra,
+                                  max_response_bytes=params.get("max_response_bytes"), api_key=params.get("api_key"))
 
 
 def _run_chained(split: str, run_dir: Path, params: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +130,8 @@ def _run_chained(split: str, run_dir: Path, params: dict[str, Any]) -> dict[str,
     import shutil
 
     from envsim.benchmark import file_digest
-    from envsim.cli.eval_cmd import endpoint_urls, make_endpoint_provider
+    from envsim.cli.eval_cmd import endpoint_urls
+    from envsim.cli.eval_outcome import infra_lines
     from envsim.construction.chained import load_episodes
     from envsim.evaluation.chained import chained_markdown, run_chained
     from envsim.evaluation.prompts import default_prompt_version
@@ -120,8 +160,7 @@ def _run_chained(split: str, run_dir: Path, params: dict[str, Any]) -> dict[str,
         prepare_run_dir(run_dir, config)
     except RunConfigMismatch as exc:
         raise click.ClickException(str(exc)) from None
-    provider = make_endpoint_provider(params["model"], urls, temperature=params["temperature"],
-                                      max_tokens=params["max_tokens"], timeout=params["timeout"], extra_body=extra)
+    provider = _provider(params, urls)
     bar = progress(total=len(episodes), desc=f"chained {params['model']}", unit="episode")
     summary = asyncio.run(run_chained(episodes, provider, run_dir, prompt_mode=params["prompt_mode"],
                                       prompt_version=prompt_version, concurrency=params["concurrency"],
@@ -129,6 +168,9 @@ def _run_chained(split: str, run_dir: Path, params: dict[str, Any]) -> dict[str,
                                       on_episode=lambda _row: bar.update(1)))
     bar.close()
     click.echo(chained_markdown(summary))
+    for line in infra_lines(summary["infra_failures"], summary["episodes"], summary.get("infra_failure_reasons"),
+                            unit="episodes"):
+        click.echo(line, err=True)
     return summary
 
 
@@ -153,15 +195,19 @@ def tiers_table(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
 
 
 def tiers_markdown(table: dict[str, dict[str, Any]], model: str, benchmark: str) -> str:
-    """The tiers side by side (never pooled: each tier answers a different question)."""
+    """The tiers side by side (never pooled: each tier answers a different question); a tier with
+    nothing scored reads "–", never 0.0."""
+    def pct(row: dict[str, Any], value: Any) -> str:
+        return f"{100 * value:.1f}" if row["n"] and value is not None else "–"
+
     lines = [f"# {model} on {benchmark}, by tier", "",
              "| tier | n | FM % | CM % | episode CM % | CM@k % (k=1..) | infra |", "|---|---:|---:|---:|---:|---|---:|"]
     for name, row in table.items():
         if row["kind"] == "chained":
-            at_k = " / ".join(f"{100 * v:.0f}" for v in row["cm_at_k"].values())
-            lines.append(f"| {name} | {row['n']} ep. ({row['steps']} calls) | {100 * row['fm']:.1f} | "
-                         f"{100 * row['cm']:.1f} | {100 * row['episode_cm']:.1f} | {at_k} | {row['infra_failures']} |")
+            at_k = " / ".join(f"{100 * v:.0f}" for v in row["cm_at_k"].values()) if row["n"] else "–"
+            lines.append(f"| {name} | {row['n']} ep. ({row['steps']} calls) | {pct(row, row['fm'])} | "
+                         f"{pct(row, row['cm'])} | {pct(row, row['episode_cm'])} | {at_k} | {row['infra_failures']} |")
         else:
-            lines.append(f"| {name} | {row['n']} | {100 * row['fm']:.1f} | {100 * row['cm']:.1f} | – | – | "
+            lines.append(f"| {name} | {row['n']} | {pct(row, row['fm'])} | {pct(row, row['cm'])} | – | – | "
                          f"{row['infra_failures']} |")
     return "\n".join(lines) + "\n"

@@ -19,13 +19,13 @@ from envsim.evaluation.fake_server import FakeOpenAIServer
 CHANGE_STRATA = ("simple", "medium", "difficult")
 
 
-def _eval(tmp_path: Path, benchmark: Path, model: str, base_url: str | None, *extra: str) -> dict:
+def _eval(tmp_path: Path, benchmark: Path, model: str, base_url: str | None, *extra: str, expect: int = 0) -> dict:
     run_dir = tmp_path / f"run-{model}"
     args = ["eval", "--model", model, "--benchmark", str(benchmark), "--run-dir", str(run_dir), *extra]
     if base_url:
         args += ["--base-url", base_url]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == expect, result.output
     return json.loads((run_dir / "summary.json").read_text())
 
 
@@ -74,7 +74,8 @@ def test_timeouts_are_infrastructure_failures(tmp_path, small_benchmark, small_r
     with FakeOpenAIServer(small_records[:4], slow_seconds=3) as server:
         bench = tmp_path / "four.jsonl"
         bench.write_text("".join(json.dumps(r) + "\n" for r in small_records[:4]))
-        summary = _eval(tmp_path, bench, "slow", server.base_url, "--timeout", "0.5", "--max-retries", "1")
+        summary = _eval(tmp_path, bench, "slow", server.base_url, "--timeout", "0.5", "--max-retries", "1",
+                        "--no-preflight", expect=3)
     assert summary["infra_failures"] == 4 and summary["scored"] == 0
     rows = _results(tmp_path, "slow")
     assert {r["status"] for r in rows} == {"infra_failure"} and all(r["attempts"] == 2 for r in rows)
@@ -91,14 +92,15 @@ def test_429_and_500_are_retried(tmp_path, small_benchmark, small_records):
 @pytest.mark.parametrize("model", ["down", "nochoices"])
 def test_persistent_server_errors_end_as_counted_infra_failures(tmp_path, small_benchmark, small_records, model):
     with FakeOpenAIServer(small_records) as server:
-        summary = _eval(tmp_path, small_benchmark, model, server.base_url, "--max-retries", "1")
+        summary = _eval(tmp_path, small_benchmark, model, server.base_url, "--max-retries", "1", "--no-preflight",
+                        expect=3)
     assert summary["infra_failures"] == len(small_records) and summary["scored"] == 0
     assert summary["overall"]["n"] == 0
 
 
 def test_unreachable_endpoint_is_an_infra_failure(tmp_path, small_benchmark):
     summary = _eval(tmp_path, small_benchmark, "any", "http://127.0.0.1:9/v1", "--max-retries", "0",
-                    "--limit", "3")
+                    "--limit", "3", "--no-preflight", expect=3)
     assert summary["infra_failures"] == 3
 
 
@@ -138,7 +140,7 @@ def test_killed_run_resumes_only_missing_samples(tmp_path, small_benchmark, smal
         result = CliRunner().invoke(main, cmd[3:], catch_exceptions=False)
         assert result.exit_code == 0, result.output
         finished_before = {r["id"] for r in first}
-        requested = {server.by_prompt[p]["id"] for p in server.calls}
+        requested = {server.by_prompt[p]["id"] for p in server.calls if p in server.by_prompt}  # not the preflight
         assert requested.isdisjoint(finished_before)               # nothing recomputed
         assert requested | finished_before == {r["id"] for r in small_records}
     rows = [json.loads(l) for l in results.read_text().splitlines()]
