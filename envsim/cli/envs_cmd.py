@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from envsim.envs.registry import EnvEntry
 
 
 @click.group()
@@ -13,29 +18,77 @@ def envs() -> None:
     """Browse the registered environments."""
 
 
+def split_versions() -> list[str]:
+    """Benchmark versions that name held-out environments (ship a ``test_envs.txt``), oldest first."""
+    from envsim.benchmark import BENCHMARK_DIR
+    from envsim.construction.splits import test_envs_path
+
+    versions = [d.name for d in BENCHMARK_DIR.iterdir() if d.is_dir() and test_envs_path(d.name).exists()]
+    return sorted(versions, key=lambda v: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", v)])
+
+
+def held_out_versions(entry: EnvEntry, held_out: dict[str, set[str]]) -> list[str]:
+    """Versions whose training may not use ``entry``: those naming it in their test_envs.txt; every version for
+    a foreign (plugin) environment, which is always held out from training (DESIGN.md, 'Versions and what is
+    frozen'; 'envsim train data' uses built-in environments only)."""
+    return [v for v, ids in held_out.items() if not entry.builtin or entry.id in ids]
+
+
+def held_out_label(entry: EnvEntry, versions: list[str]) -> str:
+    """The table's 'held out' cell: ``foreign``, the versions (``v1,v2``) or ``-``."""
+    return "foreign" if not entry.builtin else ",".join(versions) or "-"
+
+
+def held_out_summary(rows: list[tuple[EnvEntry, list[str]]], versions: list[str]) -> str:
+    """``N held out in v1, M in v2; the others may be used for training`` (foreign ones counted apart)."""
+    counts = [f"{sum(v in held for _, held in rows)} {'held out in ' if i == 0 else 'in '}{v}"
+              for i, v in enumerate(versions)]
+    foreign = sum(not entry.builtin for entry, _ in rows)
+    note = f" ({foreign} of them foreign: always held out)" if foreign else ""
+    return f"{', '.join(counts)}{note}; the others may be used for training"
+
+
 @envs.command("list")
 @click.option("--domain", default=None, help="Only environments of this domain.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per environment (JSON Lines).")
-def list_cmd(domain: str | None, as_json: bool) -> None:
-    """List environments: id, domain, tool count and mutating-tool count."""
+@click.option("--split", type=click.Choice(["held-out", "training"]), default=None,
+              help="Only held-out environments (named in a benchmark version's test_envs.txt, or foreign/plugin "
+                   "environments, which are always held out), or only those training data may use.")
+@click.option("--version", "version", default=None,
+              help="Benchmark version whose held-out list counts (default: every version with a test_envs.txt).")
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object per environment (JSON Lines); 'held_out' lists the versions it is held out "
+                   "in (empty: usable for training).")
+def list_cmd(domain: str | None, split: str | None, version: str | None, as_json: bool) -> None:
+    """List environments: id, domain, tool count, mutating-tool count and the benchmark versions that hold
+    them out of training ('foreign': a plugin environment, always held out)."""
+    from envsim.construction.splits import read_test_envs
     from envsim.envs.registry import list_envs
 
-    entries = list_envs(domain)
+    versions = split_versions()
+    if version is not None and version not in versions:
+        raise click.BadParameter(f"{version!r} is not among {', '.join(versions)}", param_hint="--version")
+    versions = [version] if version else versions
+    held_out = {v: set(read_test_envs(v)) for v in versions}
+    rows = [(entry, held_out_versions(entry, held_out)) for entry in list_envs(domain)]
+    if split is not None:
+        rows = [(entry, held) for entry, held in rows if bool(held) == (split == "held-out")]
     if as_json:
-        for entry in entries:
+        for entry, held in rows:
             specs = entry.cls.tool_specs()
             click.echo(json.dumps({
                 "id": entry.id, "domain": entry.domain, "tools": list(specs),
                 "write_tools": [n for n, s in specs.items() if s.write], "builtin": entry.builtin,
-                "description": entry.cls.description(),
+                "held_out": held, "description": entry.cls.description(),
             }))
         return
-    click.echo(f"{'id':36} {'domain':20} {'tools':>5} {'writes':>6}")
-    for entry in entries:
+    click.echo(f"{'id':36} {'domain':20} {'tools':>5} {'writes':>6}  held out")
+    for entry, held in rows:
         specs = entry.cls.tool_specs()
-        click.echo(f"{entry.id:36} {entry.domain:20} {len(specs):>5} {sum(s.write for s in specs.values()):>6}")
-    domains = Counter(e.domain for e in entries)
-    click.echo(f"\n{len(entries)} environments in {len(domains)} domains")
+        click.echo(f"{entry.id:36} {entry.domain:20} {len(specs):>5} {sum(s.write for s in specs.values()):>6}  "
+                   f"{held_out_label(entry, held)}")
+    domains = Counter(entry.domain for entry, _ in rows)
+    click.echo(f"\n{len(rows)} environments in {len(domains)} domains")
+    click.echo(held_out_summary(rows, versions))
 
 
 @envs.command("show")

@@ -1,11 +1,14 @@
-"""``envsim train ...``: training data and SFT launch for simulators."""
+"""``envsim train ...``: training data, and SFT (LLaMA-Factory) and GRPO launches for simulators."""
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import click
 
@@ -44,6 +47,87 @@ def node_header(layout: Any) -> str:
     """``# node R of N ...`` line above each node's command in a dry run."""
     return (f"# node {layout.node_rank} of {layout.nnodes} ({layout.gpus_per_node} GPUs per node, "
             f"{layout.world_size} processes, rendezvous {layout.master_addr}:{layout.master_port})")
+
+
+class LaunchFailed(click.ClickException):
+    """The launched trainer exited non-zero; the command exits with the trainer's code."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """A run directory as it was before a command wrote its config files into it.
+
+    A failed launch takes back only what this command created: on several nodes every node writes the
+    same files into a shared directory, and files of an earlier run stay. (Two nodes that both find a
+    file missing may both take it back; their launches fail together anyway.)"""
+
+    run_dir: Path
+    outputs: Path                   # where the trainer writes: RUN/checkpoints, RUN/policy
+    before: frozenset[str]          # names in run_dir before this command
+    new_dirs: tuple[Path, ...]      # run_dir and its parents that did not exist, innermost first
+
+    @classmethod
+    def snapshot(cls, run_dir: Path, outputs: Path) -> "RunFiles":
+        """Take the snapshot; call it before writing anything."""
+        new_dirs = tuple(d for d in (run_dir, *run_dir.parents) if not d.exists())
+        before = frozenset(p.name for p in run_dir.iterdir()) if run_dir.is_dir() else frozenset()
+        return cls(run_dir, outputs, before, new_dirs)
+
+    def take_back(self, written: Iterable[Path | None]) -> str:
+        """Remove the files of ``written`` this command created, then the directories it created once empty;
+        keep everything when the trainer already wrote outputs (the files document how they were made).
+        Returns what was done, for the error message."""
+        written = [p for p in written if p is not None]
+        created = [p for p in written if p.name not in self.before]
+        if self.outputs.is_dir() and any(self.outputs.iterdir()):
+            return (f"kept {_joined(written)}: {self.outputs} has content, and "
+                    f"{'it documents' if len(written) == 1 else 'they document'} how it was made")
+        for path in created:
+            path.unlink(missing_ok=True)
+        empty_dirs = ([self.outputs] if self.outputs.name not in self.before else []) + list(self.new_dirs)
+        for directory in empty_dirs:
+            try:
+                directory.rmdir()
+            except OSError:         # not empty (or gone): stop at the first directory that stays
+                if directory in self.new_dirs:
+                    break
+        kept = [p for p in written if p not in created]
+        notes = [f"removed {_joined(created)} written by this command (use --dry-run to see "
+                 f"{'it' if len(created) == 1 else 'them'})"] if created else []
+        notes += [f"kept {_joined(kept)} (there before this command)"] if kept else []
+        return "; ".join(notes)
+
+
+def _joined(paths: list[Path]) -> str:
+    return ", ".join(str(p) for p in paths)
+
+
+def launch(command: list[str], env: dict[str, str], label: str, run: RunFiles,
+           written: Iterable[Path | None]) -> None:
+    """Run the trainer; on a non-zero exit take back this command's config files (``RunFiles.take_back``)
+    and raise ``LaunchFailed`` with the trainer's exit code (128 + N when killed by signal N)."""
+    try:
+        code = subprocess.call(command, env={**os.environ, **env})
+    except OSError as exc:
+        click.echo(f"cannot start {command[0]}: {exc}", err=True)
+        code = 127
+    if code == 0:
+        return
+    what = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
+    raise LaunchFailed(f"{label} {what} (see the output above); {run.take_back(written)}",
+                       128 - code if code < 0 else code)
+
+
+def missing_train_extras(multi_gpu: bool) -> list[str]:
+    """Modules of the [train] extra that ``envsim train rl`` needs and cannot import."""
+    import importlib.util
+
+    needed = ["trl", "transformers", "datasets"] + (["accelerate"] if multi_gpu else [])
+    return [m for m in needed if importlib.util.find_spec(m) is None]
 
 
 @click.group("train")
@@ -115,22 +199,26 @@ def data_cmd(recipe: str, out: Path, rationales: bool, workers: int, version: st
 @node_options
 @click.option("--template", default="qwen3_nothink", show_default=True,
               help="LLaMA-Factory chat template; the default answers without a <think> block.")
-@click.option("--lr", "learning_rate", type=float, default=2e-5, show_default=True)
-@click.option("--epochs", type=float, default=3.0, show_default=True)
-@click.option("--cutoff", "cutoff_len", type=int, default=8192, show_default=True)
+@click.option("--lr", "learning_rate", type=float, default=2e-5, show_default=True,
+              help="Peak learning rate (cosine schedule, warmup 5%).")
+@click.option("--epochs", type=float, default=3.0, show_default=True, help="Training epochs.")
+@click.option("--cutoff", "cutoff_len", type=int, default=8192, show_default=True,
+              help="Sequence cutoff in tokens (use the 'envsim train data --cutoff' the data was written with).")
 @click.option("--batch", "effective_batch", type=int, default=32, show_default=True, help="Effective batch size.")
 @click.option("--max-steps", type=int, default=None, help="Stop after N optimizer steps (smoke tests).")
 @click.option("--no-bf16", is_flag=True, help="Train in fp32 (CPU).")
-@click.option("--dry-run", is_flag=True, help="Print the files and the command instead of launching.")
+@click.option("--dry-run", is_flag=True,
+              help="Write and print the config files and print the command instead of launching.")
 def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus: int | None, nnodes: int | None,
             node_rank: int | None, master_addr: str | None, master_port: int | None, template: str,
             learning_rate: float, epochs: float, cutoff_len: int, effective_batch: int, max_steps: int | None,
             no_bf16: bool, dry_run: bool) -> None:
     """Write the LLaMA-Factory YAML (+ ZeRO-3 JSON) and launch full-parameter SFT (on one or several nodes:
-    run the same command on every node, e.g. with srun)."""
-    import os
-    import subprocess
+    run the same command on every node, e.g. with srun).
 
+    Nothing is written when llamafactory-cli is missing; when it exits non-zero, the config files this
+    command created are removed again (kept when RUN/checkpoints has content) and the command exits with
+    its code."""
     from envsim.training.launch import format_env
     from envsim.training.sft import SFTSettings, find_launcher, launch_command, write_sft_files
 
@@ -152,6 +240,10 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
                            template=template,
                            learning_rate=learning_rate, epochs=epochs, cutoff_len=cutoff_len,
                            effective_batch=effective_batch, bf16=not no_bf16, max_steps=max_steps)
+    if not dry_run and find_launcher() is None:
+        raise click.ClickException("llamafactory-cli not found: install LLaMA-Factory (see README, "
+                                   "'Train your own simulator') or use --dry-run")
+    run = RunFiles.snapshot(run_dir, run_dir / "checkpoints")
     config_path, ds_path = write_sft_files(settings, run_dir)
     command, extra_env = launch_command(config_path, gpus, layout)
     if dry_run:
@@ -164,12 +256,9 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
                 click.echo(node_header(node))
             click.echo(" ".join(filter(None, [format_env(node_env), shlex.join(node_command)])))
         return
-    if find_launcher() is None:
-        raise click.ClickException("llamafactory-cli not found: install LLaMA-Factory (see README, "
-                                   "'Train your own simulator') or use --dry-run")
     if layout.multi_node:
         click.echo(f"{node_header(layout)[2:]}: {format_env(extra_env)} {shlex.join(command)}", err=True)
-    raise SystemExit(subprocess.call(command, env={**os.environ, **extra_env}))
+    launch(command, extra_env, "llamafactory-cli", run, [config_path, ds_path])
 
 
 @train.command("rl")
@@ -182,36 +271,41 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
 @click.option("--cm-weight", type=float, default=1.0, show_default=True, help="Weight of Config Match in the reward.")
 @click.option("--fm-weight", type=float, default=1.0, show_default=True, help="Weight of Feedback Match.")
 @click.option("--format-weight", type=float, default=0.2, show_default=True, help="Weight of a parseable answer.")
-@click.option("--prompt-mode", type=click.Choice(["mdp", "pomdp", "full-class"]), default="mdp", show_default=True)
+@click.option("--prompt-mode", type=click.Choice(["mdp", "pomdp", "full-class"]), default="mdp", show_default=True,
+              help="What the prompt shows of the environment (as 'envsim eval --prompt-mode').")
 @click.option("--prompt-version", type=click.Choice(["1", "2"]), default="2", show_default=True,
               help="Prompt version of the RL prompts (use the one the SFT data was written with).")
-@click.option("--lr", "learning_rate", type=float, default=1e-6, show_default=True)
+@click.option("--lr", "learning_rate", type=float, default=1e-6, show_default=True, help="Learning rate.")
 @click.option("--num-generations", type=int, default=8, show_default=True, help="Completions per prompt (GRPO group).")
 @click.option("--batch", "per_device_batch", type=int, default=8, show_default=True, help="Completions per device per step.")
-@click.option("--grad-accum", "gradient_accumulation", type=int, default=1, show_default=True)
-@click.option("--max-completion-length", type=int, default=2048, show_default=True)
-@click.option("--temperature", type=float, default=1.0, show_default=True)
+@click.option("--grad-accum", "gradient_accumulation", type=int, default=1, show_default=True,
+              help="Gradient accumulation steps.")
+@click.option("--max-completion-length", type=int, default=2048, show_default=True,
+              help="Most tokens generated per completion.")
+@click.option("--temperature", type=float, default=1.0, show_default=True, help="Sampling temperature of completions.")
 @click.option("--beta", type=float, default=0.0, show_default=True, help="KL coefficient (0: no reference model).")
-@click.option("--epochs", type=float, default=1.0, show_default=True)
+@click.option("--epochs", type=float, default=1.0, show_default=True, help="Passes over the prompts.")
 @click.option("--max-steps", type=int, default=None, help="Stop after N optimizer steps (smoke tests).")
 @click.option("--gpus", type=int, default=None,
               help="GPUs per node (default: $SLURM_GPUS_ON_NODE, else 1); more than one GPU in all runs "
                    "accelerate launch with ZeRO-3.")
 @node_options
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="Where to train; auto: CUDA when available, else CPU (fp32, no vLLM).")
 @click.option("--vllm", "vllm_choice", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="Generate with vLLM (colocated); auto: when vLLM is installed and a GPU is used.")
 @click.option("--version", default="v1", show_default=True, help="Benchmark version whose held-out envs are refused.")
-@click.option("--dry-run", is_flag=True, help="Print the config and the command instead of launching.")
+@click.option("--dry-run", is_flag=True, help="Write and print the config and print the command instead of launching.")
 def rl_cmd(model: str, records: Path, run_dir: Path, cm_weight: float, fm_weight: float, format_weight: float,
            prompt_mode: str, prompt_version: str, learning_rate: float, num_generations: int,
            per_device_batch: int, gradient_accumulation: int, max_completion_length: int, temperature: float, beta: float, epochs: float,
            max_steps: int | None, gpus: int | None, nnodes: int | None, node_rank: int | None, master_addr: str | None,
            master_port: int | None, device: str, vllm_choice: str, version: str, dry_run: bool) -> None:
-    """GRPO (TRL) with the envsim scorer as reward: format validity, FM and CM, weighted."""
+    """GRPO (TRL) with the envsim scorer as reward: format validity, FM and CM, weighted.
+
+    Nothing is written when the [train] extra is missing; when the run exits non-zero, the config files
+    this command created are removed again (kept when RUN/policy has content)."""
     import importlib.util
-    import os
-    import subprocess
 
     from envsim.construction.splits import LeakError
     from envsim.training.rewards import RewardWeights
@@ -243,37 +337,36 @@ def rl_cmd(model: str, records: Path, run_dir: Path, cm_weight: float, fm_weight
         settings.check()
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+    missing = [] if dry_run else missing_train_extras(gpus * layout.nnodes > 1)
+    if missing:
+        raise click.ClickException(f"envsim train rl needs the [train] extra (missing: {', '.join(missing)}); "
+                                   "or use --dry-run")
+    run = RunFiles.snapshot(run_dir, run_dir / "policy")
     config_path, ds_path = write_rl_files(settings, run_dir)
     extra_env = {"PYTHONUNBUFFERED": "1"}
 
-    def node_command(node: Any) -> list[str]:
-        accelerate_file = write_accelerate_config(node, ds_path, run_dir) if node.multi_node and ds_path else None
-        return launch_command(config_path, gpus, ds_path, accelerate_file)
+    def accelerate_file(node: Any) -> Path | None:
+        return write_accelerate_config(node, ds_path, run_dir) if node.multi_node and ds_path else None
 
-    command = node_command(layout)
     if dry_run:
         click.echo(f"# {config_path}\n{config_path.read_text()}")
         if not layout.multi_node:
-            click.echo(" ".join(command))
+            click.echo(" ".join(launch_command(config_path, gpus, ds_path)))
             return
         if ds_path is not None:
             click.echo(f"# {ds_path}\n{ds_path.read_text()}")
         for node in layout.all_nodes():
-            node_cmd = node_command(node)
-            accelerate_file = Path(node_cmd[node_cmd.index("--config_file") + 1])
-            click.echo(f"{node_header(node)}\n# {accelerate_file}\n{accelerate_file.read_text()}"
+            node_file = accelerate_file(node)
+            node_cmd = launch_command(config_path, gpus, ds_path, node_file)
+            click.echo(f"{node_header(node)}\n# {node_file}\n{node_file.read_text() if node_file else ''}"
                        f"{format_env(extra_env)} {shlex.join(node_cmd)}")
         return
-    missing = [m for m in ("trl", "transformers", "datasets") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise click.ClickException(f"envsim train rl needs the [train] extra (missing: {', '.join(missing)}); "
-                                   "or use --dry-run")
+    node_file = accelerate_file(layout)
+    command = launch_command(config_path, gpus, ds_path, node_file)
     click.echo(f"GRPO on {len(prompts)} prompts; policy -> {settings.output_dir}", err=True)
     if layout.multi_node:
         click.echo(f"{node_header(layout)[2:]}: {shlex.join(command)}", err=True)
-    code = subprocess.call(command, env={**os.environ, **extra_env})
-    if code != 0:
-        raise click.ClickException(f"GRPO run failed (exit {code}); see the output above")
+    launch(command, extra_env, "GRPO run", run, [config_path, ds_path, node_file])
 
 
 @train.command("tiny-model")

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import json
 import socket
-from pathlib import Path
+from dataclasses import asdict
 
 import pytest
 from click.testing import CliRunner
 
+from envsim.benchmark import file_digest
 from envsim.cli import main
 from envsim.cli.eval_cmd import live_rates
 from envsim.cli.eval_outcome import EXIT_TOO_FEW_SCORED, MinScored, MinScoredType
 from envsim.evaluation.fake_server import FakeOpenAIServer
 from envsim.evaluation.hostile_server import HostileServer
+from envsim.evaluation.runner import EvalConfig
 
 
 def _closed_port_url() -> str:
@@ -208,3 +210,30 @@ def test_chained_report_with_nothing_scored_names_the_reasons():
     text = chained_markdown(summary)
     assert "**No episode was scored.**" in text and "4× request failed" in text
     assert "0.0 [" not in text
+
+
+def test_rollout_track_cli_null_scores_nothing_at_step_1_and_a_dead_endpoint_exits_3(tmp_path):
+    null = _run(["--model", "null", "--track", "rollout", "--limit", "8", "--episodes", "1", "--horizon", "2",
+                 "--run-dir", str(tmp_path / "null"), "--no-progress"])
+    assert null.exit_code == 0, null.output
+    assert "CM@k: @1 0.0%" in null.output
+    assert "CM@k, episodes whose state had changed by step k: @1 0.0%" in null.output
+    config = json.loads((tmp_path / "null" / "config.json").read_text())
+    assert config["rollout_version"] == 2
+    dead = _run(["--model", "m", "--base-url", _closed_port_url(), "--track", "rollout", "--limit", "4",
+                 "--episodes", "1", "--horizon", "2", "--run-dir", str(tmp_path / "dead"), "--no-preflight",
+                 "--timeout", "5", "--no-progress"])
+    assert dead.exit_code == EXIT_TOO_FEW_SCORED, dead.output
+    assert "no episode was scored" in dead.output and "request failed" in dead.output
+
+
+def test_a_rollout_run_dir_of_the_old_episode_drawing_is_not_resumed(tmp_path):
+    run_dir = tmp_path / "old"
+    run_dir.mkdir()
+    old = EvalConfig(model="null", benchmark_sha256=file_digest("v1", "test"), prompt_version="1", limit=8,
+                     track="rollout", horizon=2, episodes=1)          # written before rollout_version existed
+    payload = {k: v for k, v in asdict(old).items() if k != "rollout_version"}
+    (run_dir / "config.json").write_text(json.dumps({**payload, "config_hash": old.digest()}))
+    result = _run(["--model", "null", "--track", "rollout", "--limit", "8", "--episodes", "1", "--horizon", "2",
+                   "--run-dir", str(run_dir), "--no-progress"])
+    assert result.exit_code == 1 and "other settings (rollout_version)" in result.output
