@@ -25,11 +25,10 @@ import asyncio
 import copy
 import json
 from pathlib import Path
-from collections import Counter
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from envsim.evaluation.providers import Generation, Provider
-from envsim.evaluation.report import bootstrap_ci
+from envsim.evaluation.report import bootstrap_ci, reason_counts
 from envsim.evaluation.runner import RetryPolicy, read_results
 from envsim.records import Action
 
@@ -159,11 +158,6 @@ async def run_chained(episodes: Sequence[dict[str, Any]], provider: Provider, ru
 def _rate(values: list[float]) -> dict[str, Any]:
     return {"n": len(values), "rate": round(sum(values) / len(values), 4) if values else 0.0,
             "ci": bootstrap_ci(values)}
-
-
-def reason_counts(rows: Iterable[dict[str, Any]], limit: int = 10) -> dict[str, int]:
-    """``reason`` → count over ``rows``, most common first (reasons cut to 120 characters)."""
-    return dict(Counter(str(r.get("reason"))[:120] for r in rows).most_common(limit))
 
 
 def chained_summary(rows: Sequence[dict[str, Any]], **header: Any) -> dict[str, Any]:

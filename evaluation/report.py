@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
 from envsim.construction.stats import token_stats_by_stratum, tokens_markdown
 from envsim.records import STRATA
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 RATES = ("fm", "cm", "cm_lenient", "cm_original")
 BOOTSTRAP_SAMPLES = 1000
+EMPTY = "–"  # how a figure of a group with nothing scored (n = 0) reads: never a real-looking 0.0
+SUMMARY_FILE, REPORT_FILE, PLOT_FILE, COMPARISON_FILE = "summary.json", "report.md", "cm_by_delta.png", "comparison.md"
 
 
 def bootstrap_ci(values: list[float], seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> list[float]:
@@ -67,10 +73,6 @@ def summarize(results: Iterable[dict[str, Any]], config: dict[str, Any]) -> dict
     tokens_in = [r["prompt_tokens"] for r in scored if isinstance(r.get("prompt_tokens"), int)]
     tokens_out = [r["completion_tokens"] for r in scored if isinstance(r.get("completion_tokens"), int)]
     latencies = [r["latency_s"] for r in scored if isinstance(r.get("latency_s"), (int, float))]
-    reasons: dict[str, int] = defaultdict(int)
-    for r in scored:
-        if not r.get("parsed"):
-            reasons[str(r.get("reason"))[:80]] += 1
     return {
         "model": config.get("model"),
         "benchmark": config.get("benchmark"),
@@ -81,19 +83,24 @@ def summarize(results: Iterable[dict[str, Any]], config: dict[str, Any]) -> dict
         "samples": len(rows),
         "scored": len(scored),
         "infra_failures": len(infra),
-        "infra_failure_reasons": sorted({str(r.get("reason"))[:120] for r in infra})[:20],
+        "infra_failure_reasons": reason_counts(infra),
         "overall": group_stats(scored),
         "by_stratum": {s: group_stats(by_stratum.get(s, [])) for s in STRATA},
         "by_delta": {k: group_stats(v) for k, v in sorted(by_delta.items(), key=_numeric_key)},
         "by_arity": {k: group_stats(v) for k, v in sorted(by_arity.items(), key=_numeric_key)},
         "by_domain": {k: group_stats(v) for k, v in sorted(by_domain.items())},
-        "parse_failure_reasons": dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:10]),
+        "parse_failure_reasons": reason_counts((r for r in scored if not r.get("parsed")), width=80),
         "tokens": {"prompt_mean": round(float(np.mean(tokens_in)), 1) if tokens_in else None,
                    "completion_mean": round(float(np.mean(tokens_out)), 1) if tokens_out else None,
                    "counted": counted_tokens(scored, config)},
         "latency_s": {"mean": round(float(np.mean(latencies)), 4) if latencies else None,
                       "p95": round(float(np.percentile(latencies, 95)), 4) if latencies else None},
     }
+
+
+def reason_counts(rows: Iterable[dict[str, Any]], width: int = 200, limit: int = 10) -> dict[str, int]:
+    """``reason`` → count over ``rows``, most common first (top ``limit``, reasons cut to ``width`` characters)."""
+    return dict(Counter(str(r.get("reason"))[:width] for r in rows).most_common(limit))
 
 
 def _numeric_key(item: tuple[str, Any]) -> tuple[int, int, str]:
@@ -113,67 +120,165 @@ def counted_tokens(scored: list[dict[str, Any]], config: dict[str, Any]) -> dict
                                   prompt_version=str(config.get("prompt_version")))
 
 
-def _pct(stats: dict[str, Any], rate: str) -> str:
-    if rate not in stats.get("ci", {}):  # a summary written before this rate existed
+def format_rate(stats: Mapping[str, Any], rate: str, *, ci: bool = True) -> str:
+    """``stats[rate]`` as a percentage with its 95% interval (``"12.5 [9.0, 16.1]"``; ``ci=False``: the
+    point only). An empty group (``n`` = 0) reads "–", never a real-looking zero; a rate the summary
+    predates reads "n/a"."""
+    if not stats.get("n"):
+        return EMPTY
+    if rate not in stats.get("ci", {}):
         return "n/a"
-    lo, hi = stats["ci"][rate]
-    return f"{100 * stats[rate]:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+    point = f"{100 * stats[rate]:.1f}"
+    if not ci:
+        return point
+    low, high = stats["ci"][rate]
+    return f"{point} [{100 * low:.1f}, {100 * high:.1f}]"
 
 
-def markdown_table(title: str, groups: dict[str, dict[str, Any]]) -> str:
-    """A Markdown table of FM / CM / CM-lenient with 95% intervals."""
+def _figure(stats: Mapping[str, Any], key: str, spec: str) -> str:
+    """``stats[key]`` formatted with ``spec`` (e.g. ``".2f"``, ``".1%"``), or "–" for an empty group."""
+    return format(stats[key], spec) if stats.get("n") else EMPTY
+
+
+def markdown_table(title: str, groups: dict[str, dict[str, Any]], keep_empty: bool = False) -> str:
+    """A Markdown table of FM / CM / CM-lenient / CM-original with 95% intervals, one row per group;
+    empty groups are left out unless ``keep_empty`` (then their figures read "–")."""
     lines = [f"### {title}", "", "| group | n | FM % [95% CI] | CM % [95% CI] | CM-lenient % [95% CI] "
              "| CM-original % [95% CI] | Δ-F1 |", "|---|---:|---:|---:|---:|---:|---:|"]
     for name, stats in groups.items():
-        if stats["n"]:
-            lines.append(f"| {name} | {stats['n']} | {_pct(stats, 'fm')} | {_pct(stats, 'cm')} | "
-                         f"{_pct(stats, 'cm_lenient')} | {_pct(stats, 'cm_original')} | {stats['delta_f1']:.2f} |")
+        if stats["n"] or keep_empty:
+            rates = " | ".join(format_rate(stats, rate) for rate in RATES)
+            lines.append(f"| {name} | {stats['n']} | {rates} | {_figure(stats, 'delta_f1', '.2f')} |")
     return "\n".join(lines) + "\n"
 
 
+def _reason_lines(reasons: Mapping[str, int]) -> str:
+    """Markdown bullets ``- N× reason``, in the given order (most common first)."""
+    return "".join(f"- {count}× {reason}\n" for reason, count in reasons.items())
+
+
+def _unscored_section(summary: dict[str, Any]) -> list[str]:
+    """The "nothing scored" banner and the infrastructure failures with their reasons (none when all scored)."""
+    total, infra = summary["samples"], summary["infra_failures"]
+    parts: list[str] = []
+    if not summary["scored"]:
+        why = (f"all {total} samples failed before an answer could be scored (infrastructure failures below)"
+               if total else "the run directory holds no results")
+        parts.append(f"**No sample was scored** — {why}; the figures below are empty ({EMPTY}).\n")
+    if infra:
+        parts.append(f"## Infrastructure failures: {infra} of {total} samples were not scored\n\n"
+                     "They are not counted as wrong and are left out of every figure; a re-run of the same command "
+                     "retries them (the answers already scored are kept).\n\n"
+                     + _reason_lines(summary.get("infra_failure_reasons") or {}))
+    return parts
+
+
 def render_markdown(summary: dict[str, Any]) -> str:
-    """The run report as Markdown."""
+    """The run report as Markdown: header, unscored samples (if any), then the tables."""
+    overall = summary["overall"]
     head = (f"# EnvSim evaluation: {summary['model']}\n\nbenchmark `{summary['benchmark']}` split "
             f"`{summary['split']}`, prompt `{summary['prompt_mode']}` v{summary['prompt_version']}; "
             f"{summary['scored']} scored, {summary['infra_failures']} infrastructure failures "
-            f"(not counted as wrong), parse failures {100 * summary['overall']['parse_failure_rate']:.1f}%.\n\n")
-    parts = [head, markdown_table("Overall", {"all": summary["overall"]}),
-             markdown_table("By stratum", summary["by_stratum"]),
-             markdown_table("By |Δ|", summary["by_delta"]), markdown_table("By argument count", summary["by_arity"]),
-             markdown_table("By domain", summary["by_domain"])]
+            f"(not counted as wrong), parse failures {_figure(overall, 'parse_failure_rate', '.1%')}.\n")
+    parts = [head, *_unscored_section(summary), markdown_table("Overall", {"all": overall}, keep_empty=True)]
+    if overall["n"]:
+        parts += [markdown_table("By stratum", summary["by_stratum"]), markdown_table("By |Δ|", summary["by_delta"]),
+                  markdown_table("By argument count", summary["by_arity"]),
+                  markdown_table("By domain", summary["by_domain"])]
     if summary["parse_failure_reasons"]:
-        parts.append("### Parse failures\n\n" + "\n".join(f"- {k}: {v}" for k, v in
-                                                           summary["parse_failure_reasons"].items()) + "\n")
+        parts.append("### Parse failures\n\n" + _reason_lines(summary["parse_failure_reasons"]))
     counted = summary.get("tokens", {}).get("counted")
     if counted and counted["prompt"]["overall"]["n"]:
         parts.append("### Tokens\n\n" + tokens_markdown(counted))
     return "\n".join(parts)
 
 
-def plot_cm_by_delta(summaries: dict[str, dict[str, Any]], path: Path) -> None:
-    """CM (with 95% CI) against |Δ|, one line per run."""
-    import matplotlib
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for label, summary in summaries.items():
-        deltas = sorted((d for d in summary["by_delta"] if _numeric_key((d, None))[0] == 0), key=int)
-        xs = [int(d) for d in deltas]
-        ys = [100 * summary["by_delta"][d]["cm"] for d in deltas]
-        lo = [100 * (summary["by_delta"][d]["cm"] - summary["by_delta"][d]["ci"]["cm"][0]) for d in deltas]
-        hi = [100 * (summary["by_delta"][d]["ci"]["cm"][1] - summary["by_delta"][d]["cm"]) for d in deltas]
-        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label)
-    ax.set_xlabel("|Δ| (changed state leaves)")
+def _scored_deltas(summary: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The scored |Δ| groups of a summary by integer |Δ|, in order (n = 0 and non-numeric keys left out)."""
+    groups = {int(d): g for d, g in summary.get("by_delta", {}).items() if _numeric_key((d, None))[0] == 0
+              and g.get("n")}
+    return dict(sorted(groups.items()))
+
+
+def _annotate_counts(ax: Any, groups: dict[int, dict[str, Any]], column: dict[int, int], row: int,
+                     color: str) -> None:
+    """One row of sample counts under the x axis (row ``row``, in the run's colour), one count per |Δ|."""
+    offset = -20 - 10 * row  # points below the axis, under the tick labels
+    ax.annotate("n", xy=(0, 0), xycoords="axes fraction", xytext=(-8, offset), textcoords="offset points",
+                ha="right", va="top", fontsize=7.5, color=color, fontweight="bold")
+    for delta, stats in groups.items():
+        ax.annotate(str(stats["n"]), xy=(column[delta], 0), xycoords=ax.get_xaxis_transform(), xytext=(0, offset),
+                    textcoords="offset points", ha="center", va="top", fontsize=7.5, color=color)
+
+
+def _plot_run(ax: Any, xs: list[float], groups: list[dict[str, Any]], marker: str, label: str) -> Any:
+    """One run's CM points (%) with their 95% intervals as error bars, joined by a line that breaks where a
+    column in between has no point of this run (no implied value there); the errorbar container."""
+    ys = [100 * g["cm"] for g in groups]
+    low = [y - 100 * g["ci"]["cm"][0] for y, g in zip(ys, groups)]
+    high = [100 * g["ci"]["cm"][1] - y for y, g in zip(ys, groups)]
+    bars = ax.errorbar(xs, ys, yerr=[low, high], marker=marker, markersize=6, capsize=3, linestyle="none", label=label)
+    line_x: list[float] = []
+    line_y: list[float] = []
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        if i and x - xs[i - 1] > 1.5:  # a column in between without a point of this run: break the line
+            line_x.append(x - 1)
+            line_y.append(float("nan"))
+        line_x.append(x)
+        line_y.append(y)
+    ax.plot(line_x, line_y, color=bars.lines[0].get_color(), linewidth=1.2)
+    return bars
+
+
+def _cm_by_delta_figure(summaries: dict[str, dict[str, Any]]) -> "Figure":
+    """The CM-vs-|Δ| figure: one marker style per run, dodged sideways, with each point's n under the axis.
+
+    Only |Δ| values with scored samples are columns (equally spaced, labelled with the value)."""
+    from matplotlib.figure import Figure
+
+    points = {label: _scored_deltas(summary) for label, summary in summaries.items()}
+    plotted = [label for label, groups in points.items() if groups]
+    deltas = sorted(set().union(*points.values()))
+    column = {delta: i for i, delta in enumerate(deltas)}
+    fig = Figure(figsize=(min(18.0, max(7.0, 2.0 + 0.45 * len(deltas))), 4.2 + 0.15 * len(plotted)))
+    ax = fig.subplots()
+    step = min(0.2, 0.6 / max(1, len(plotted)))
+    handles = []  # legend in run order, runs that scored nothing included
+    for index, (label, groups) in enumerate(points.items()):
+        marker = MARKERS[index % len(MARKERS)]
+        if not groups:  # listed, so that a run which scored nothing is not silently missing
+            handles += ax.plot([], [], marker=marker, linestyle="none", color="grey",
+                               label=f"{label} (no sample scored)")
+            continue
+        row = plotted.index(label)
+        xs = [column[d] + (row - (len(plotted) - 1) / 2) * step for d in groups]  # dodged around the column
+        bars = _plot_run(ax, xs, list(groups.values()), marker, label)
+        _annotate_counts(ax, groups, column, row, bars.lines[0].get_color())
+        handles.append(bars)
+    if not deltas:
+        ax.text(0.5, 0.5, "no sample scored", transform=ax.transAxes, ha="center", va="center", color="grey")
+    ax.set_xticks(range(len(deltas)), [str(d) for d in deltas])
+    ax.set_xlim(-0.6, max(len(deltas) - 0.4, 0.6))
+    ax.set_xlabel("|Δ| (changed state leaves); n = scored samples", labelpad=6 + 10 * len(plotted))
     ax.set_ylabel("Config Match (%)")
     ax.set_ylim(-5, 105)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.set_title("CM vs |Δ| (95% bootstrap CI)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
+
+
+def plot_cm_by_delta(summaries: dict[str, dict[str, Any]], path: Path) -> None:
+    """CM (with 95% CI) against |Δ|, one line per run, each point's sample count shown (PNG at ``path``)."""
+    _cm_by_delta_figure(summaries).savefig(path, dpi=120, bbox_inches="tight")
+
+
+def report_files(run_dir: Path) -> list[Path]:
+    """The files ``write_reports`` (re)builds in ``run_dir``."""
+    return [run_dir / SUMMARY_FILE, run_dir / REPORT_FILE, run_dir / PLOT_FILE]
 
 
 def write_reports(run_dir: Path) -> dict[str, Any]:
@@ -188,28 +293,98 @@ def write_reports(run_dir: Path) -> dict[str, Any]:
             summary["endpoints"] = json.loads(endpoints.read_text())
         except ValueError:
             pass
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (run_dir / "report.md").write_text(render_markdown(summary))
-    plot_cm_by_delta({summary["model"] or run_dir.name: summary}, run_dir / "cm_by_delta.png")
+    summary_path, report_path, plot_path = report_files(run_dir)
+    summary_path.write_text(json.dumps(summary, indent=2) + "\n")
+    report_path.write_text(render_markdown(summary))
+    plot_cm_by_delta({summary["model"] or run_dir.name: summary}, plot_path)
     return summary
 
 
-def compare_runs(run_dirs: list[Path], out: Path | None = None) -> str:
-    """Side-by-side Markdown of several runs (by stratum) and one CM-vs-|Δ| plot with a line per run."""
-    summaries: dict[str, dict[str, Any]] = {}
-    for run_dir in run_dirs:
-        path = run_dir / "summary.json"
-        summary = json.loads(path.read_text()) if path.exists() else write_reports(run_dir)
-        summaries[f"{summary['model']} ({run_dir.name})"] = summary
-    header = "| run | n | " + " | ".join(f"{s} CM %" for s in STRATA) + " | overall FM % | overall CM % |"
-    lines = ["## Runs side by side", "", header, "|---|---:|" + "---:|" * (len(STRATA) + 2)]
+@dataclass
+class Comparison:
+    """What ``compare_runs`` produced: the Markdown, why the runs may not be comparable, the files written."""
+
+    text: str
+    warnings: list[str]
+    written: list[Path]
+
+
+# settings that must match for two runs' figures to be compared directly: (config key, how it is named)
+COMPARED_SETTINGS = (("benchmark", "benchmark"), ("split", "split"), ("benchmark_sha256", "benchmark file sha256"),
+                     ("prompt_mode", "prompt mode"), ("prompt_version", "prompt version"), ("limit", "--limit"))
+
+
+def _load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A run's summary (built when missing) and its settings (``config.json``, else the summary's)."""
+    path = run_dir / SUMMARY_FILE
+    summary = json.loads(path.read_text()) if path.exists() else write_reports(run_dir)
+    config_path = run_dir / "config.json"
+    config = json.loads(config_path.read_text()) if config_path.exists() else {}
+    return summary, {key: config.get(key, summary.get(key)) for key, _ in COMPARED_SETTINGS}
+
+
+def _difference(name: str, values: dict[str, Any]) -> str | None:
+    """``"different NAME: A in run1; B in run2, run3"`` when the runs' values differ, else None."""
+    by_value: dict[str, list[str]] = defaultdict(list)
+    for label, value in values.items():
+        by_value["not set" if value is None else str(value)].append(label)
+    if len(by_value) < 2:
+        return None
+    return f"different {name}: " + "; ".join(f"{value} in {', '.join(labels)}" for value, labels in by_value.items())
+
+
+def comparability_warnings(summaries: dict[str, dict[str, Any]], settings: dict[str, dict[str, Any]]) -> list[str]:
+    """Why runs (by label) are not directly comparable: a setting of ``COMPARED_SETTINGS`` differs, or they
+    scored different numbers of samples. The file digest is checked only among runs that recorded one
+    and only when the benchmark names agree."""
+    warnings: list[str] = []
+    for key, name in COMPARED_SETTINGS:
+        values = {label: s[key] for label, s in settings.items()}
+        if key == "benchmark_sha256":  # an unknown digest is no difference; another benchmark already differs
+            other_benchmark = any(w.startswith("different benchmark:") for w in warnings)
+            values = {} if other_benchmark else {label: str(v)[:12] for label, v in values.items() if v}
+        difference = _difference(name, values)
+        if difference:
+            warnings.append(difference)
+    counts = _difference("numbers of scored samples", {label: s["scored"] for label, s in summaries.items()})
+    if counts:
+        warnings.append(counts + " (the figures are not over the same samples; intervals differ in width)")
+    return warnings
+
+
+def _comparison_table(summaries: dict[str, dict[str, Any]]) -> list[str]:
+    """Markdown rows: CM per stratum (strata empty in every run left out) and overall FM / CM per run."""
+    shown = [k for k in STRATA if any(s["by_stratum"].get(k, {}).get("n") for s in summaries.values())]
+    lines = ["| run | scored | " + "".join(f"{k} CM % | " for k in shown) + "overall FM % [95% CI] | "
+             "overall CM % [95% CI] |", "|---|---:|" + "---:|" * (len(shown) + 2)]
     for label, s in summaries.items():
-        cells = [f"{100 * s['by_stratum'][k]['cm']:.1f}" if s["by_stratum"][k]["n"] else "–" for k in STRATA]
-        lines.append(f"| {label} | {s['scored']} | " + " | ".join(cells)
-                     + f" | {_pct(s['overall'], 'fm')} | {_pct(s['overall'], 'cm')} |")
+        unscored = f" (+{s['infra_failures']} unscored)" if s.get("infra_failures") else ""
+        cells = "".join(f"{format_rate(s['by_stratum'].get(k, {}), 'cm', ci=False)} | " for k in shown)
+        lines.append(f"| {label} | {s['scored']}{unscored} | {cells}"
+                     f"{format_rate(s['overall'], 'fm')} | {format_rate(s['overall'], 'cm')} |")
+    return lines
+
+
+def compare_runs(run_dirs: list[Path], out: Path | None = None) -> Comparison:
+    """Side-by-side Markdown of several runs (CM by stratum, overall FM / CM), the reasons they may not be
+    directly comparable, and (with ``out``) ``comparison.md`` plus one CM-vs-|Δ| plot with a line per run."""
+    summaries: dict[str, dict[str, Any]] = {}
+    settings: dict[str, dict[str, Any]] = {}
+    for run_dir in run_dirs:
+        summary, setting = _load_run(run_dir)
+        label = f"{summary['model']} ({run_dir.name})"
+        label = label if label not in summaries else f"{summary['model']} ({run_dir})"
+        summaries[label], settings[label] = summary, setting
+    warnings = comparability_warnings(summaries, settings)
+    lines = ["## Runs side by side", "", *_comparison_table(summaries), "",
+             f"Stratum columns are CM %; {EMPTY} marks a stratum a run has no scored sample of."]
+    if warnings:
+        lines += ["", "> **Not directly comparable:**", *(f"> - {w}" for w in warnings)]
     text = "\n".join(lines) + "\n"
+    written: list[Path] = []
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "comparison.md").write_text(text)
-        plot_cm_by_delta(summaries, out / "cm_by_delta.png")
-    return text
+        written = [out / COMPARISON_FILE, out / PLOT_FILE]
+        written[0].write_text(text)
+        plot_cm_by_delta(summaries, written[1])
+    return Comparison(text, warnings, written)

@@ -14,8 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from envsim.evaluation.chained import reason_counts
-from envsim.evaluation.report import bootstrap_ci
+from envsim.evaluation.report import bootstrap_ci, reason_counts
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

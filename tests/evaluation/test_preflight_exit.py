@@ -116,7 +116,8 @@ def test_nothing_scored_exits_3_and_names_the_reason(tmp_path, small_benchmark):
     assert "no sample was scored: all 3 failed" in result.output
     assert f"3× APIConnectionError: cannot connect to {url}" in result.output
     assert "fewer than --min-scored 1" in result.output
-    assert "0.0" not in result.output.split("infrastructure failures", 1)[1]   # no figure pretends to be a zero
+    after = result.output.split("infrastructure failures", 1)[1]
+    assert "0.0%" not in after and "0.0 [" not in after           # no figure pretends to be a zero
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["scored"] == 0 and summary["infra_failures"] == 3
     off = _run(["--model", "m", "--base-url", url, "--benchmark", str(small_benchmark), "--run-dir", str(run_dir),
