@@ -15,7 +15,8 @@ Requests that fail for infrastructure reasons (timeouts, 429/5xx after retries) 
 infrastructure failure, kept apart and retried by a re-run.
 
 Reported: ``cm_at_k`` (share of episodes with at least ``k`` calls whose tracked state is still
-exact after call ``k``), step FM/CM, ``episode_cm`` (exact to the end), mean steps before
+exact after call ``k``), ``cm_at_k_changed`` (the same over the episodes whose first ``k`` calls
+changed the true state at least once: a "no change" answer cannot score there), step FM/CM, ``episode_cm`` (exact to the end), mean steps before
 divergence (absolute and as a fraction of the episode), per episode length, with bootstrap 95% CIs.
 """
 
@@ -155,6 +156,11 @@ async def run_chained(episodes: Sequence[dict[str, Any]], provider: Provider, ru
     return summary
 
 
+def _exact_through(row: dict[str, Any], k: int) -> float:
+    """1.0 when the episode's tracked state was still exact after call ``k``."""
+    return 1.0 if row["first_divergence"] is None or row["first_divergence"] >= k else 0.0
+
+
 def _rate(values: list[float]) -> dict[str, Any]:
     return {"n": len(values), "rate": round(sum(values) / len(values), 4) if values else 0.0,
             "ci": bootstrap_ci(values)}
@@ -164,11 +170,12 @@ def chained_summary(rows: Sequence[dict[str, Any]], **header: Any) -> dict[str, 
     """Aggregate episode rows: CM@k, step FM/CM, episode CM and steps before divergence, per length."""
     scored = [r for r in rows if r.get("status") == "scored"]
     horizon = max((r["length"] for r in scored), default=0)
-    cm_at_k = {}
+    cm_at_k, cm_at_k_changed = {}, {}
     for k in range(1, horizon + 1):
         eligible = [r for r in scored if r["length"] >= k]
-        cm_at_k[str(k)] = _rate([1.0 if r["first_divergence"] is None or r["first_divergence"] >= k else 0.0
-                                 for r in eligible])
+        cm_at_k[str(k)] = _rate([_exact_through(r, k) for r in eligible])
+        cm_at_k_changed[str(k)] = _rate([_exact_through(r, k) for r in eligible
+                                         if any((s.get("true_delta_size") or 0) > 0 for s in r["steps"][:k])])
     steps = [s for r in scored for s in r["steps"]]
     by_length: dict[str, Any] = {}
     for length in sorted({r["length"] for r in scored}):
@@ -185,6 +192,7 @@ def chained_summary(rows: Sequence[dict[str, Any]], **header: Any) -> dict[str, 
         "step_cm": _rate([1.0 if s["cm"] else 0.0 for s in steps]),
         "episode_cm": _rate([1.0 if r["first_divergence"] is None else 0.0 for r in scored]),
         "cm_at_k": cm_at_k,
+        "cm_at_k_changed": cm_at_k_changed,
         "mean_steps_before_divergence": round(sum(before) / len(before), 3) if before else 0.0,
         "mean_fraction_before_divergence": round(sum(r["steps_before_divergence"] / r["length"] for r in scored)
                                                  / len(scored), 4) if scored else 0.0,
@@ -217,8 +225,14 @@ def chained_markdown(summary: dict[str, Any]) -> str:
               f"- mean steps before divergence: {summary['mean_steps_before_divergence'] if summary['scored'] else '–'}"
               f" ({fraction})",
               f"- invalid answers (unparseable or unappliable): {summary['invalid_answers']}", "",
-              "| k | episodes with ≥k calls | CM@k % [95% CI] |", "|---:|---:|---:|"]
-    lines += [f"| {k} | {g['n']} | {pct(g)} |" for k, g in summary["cm_at_k"].items()]
+              "CM@k over all episodes with at least k calls, and over those whose first k calls changed the "
+             "true state at least once (a model that predicts no change scores 0 there).", "",
+             "| k | episodes with ≥k calls | CM@k % [95% CI] | of them, state changed by call k | CM@k on them % |",
+             "|---:|---:|---:|---:|---:|"]
+    changed = summary.get("cm_at_k_changed", {})
+    empty = {"n": 0, "rate": 0.0, "ci": [0.0, 0.0]}
+    lines += [f"| {k} | {g['n']} | {pct(g)} | {changed.get(k, empty)['n']} | {pct(changed.get(k, empty))} |"
+              for k, g in summary["cm_at_k"].items()]
     lines += ["", "| length | episodes | episode CM % | mean steps before divergence |", "|---:|---:|---:|---:|"]
     lines += [f"| {k} | {g['episode_cm']['n']} | {pct(g['episode_cm'])} | {g['mean_steps_before_divergence']} |"
               for k, g in summary["by_length"].items()]

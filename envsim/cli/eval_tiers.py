@@ -182,6 +182,8 @@ def tiers_table(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
             table[name] = {"kind": "chained", "n": s["scored"], "steps": s["steps"], "fm": s["step_fm"]["rate"],
                            "cm": s["step_cm"]["rate"], "episode_cm": s["episode_cm"]["rate"],
                            "cm_at_k": {k: v["rate"] for k, v in s["cm_at_k"].items()},
+                           "cm_at_k_changed": {k: v["rate"] if v["n"] else None
+                                               for k, v in s.get("cm_at_k_changed", {}).items()},
                            "mean_steps_before_divergence": s["mean_steps_before_divergence"],
                            "infra_failures": s["infra_failures"]}
         else:
@@ -200,14 +202,18 @@ def tiers_markdown(table: dict[str, dict[str, Any]], model: str, benchmark: str)
     def pct(row: dict[str, Any], value: Any) -> str:
         return f"{100 * value:.1f}" if row["n"] and value is not None else "–"
 
+    def series(row: dict[str, Any], rates: dict[str, Any]) -> str:
+        return " / ".join("–" if v is None else f"{100 * v:.0f}" for v in rates.values()) if row["n"] else "–"
+
     lines = [f"# {model} on {benchmark}, by tier", "",
-             "| tier | n | FM % | CM % | episode CM % | CM@k % (k=1..) | infra |", "|---|---:|---:|---:|---:|---|---:|"]
+             "| tier | n | FM % | CM % | episode CM % | CM@k % (k=1..) | CM@k, state changed by k % | infra |",
+             "|---|---:|---:|---:|---:|---|---|---:|"]
     for name, row in table.items():
         if row["kind"] == "chained":
-            at_k = " / ".join(f"{100 * v:.0f}" for v in row["cm_at_k"].values()) if row["n"] else "–"
             lines.append(f"| {name} | {row['n']} ep. ({row['steps']} calls) | {pct(row, row['fm'])} | "
-                         f"{pct(row, row['cm'])} | {pct(row, row['episode_cm'])} | {at_k} | {row['infra_failures']} |")
+                         f"{pct(row, row['cm'])} | {pct(row, row['episode_cm'])} | {series(row, row['cm_at_k'])} | "
+                         f"{series(row, row.get('cm_at_k_changed', {}))} | {row['infra_failures']} |")
         else:
-            lines.append(f"| {name} | {row['n']} | {pct(row, row['fm'])} | {pct(row, row['cm'])} | – | – | "
+            lines.append(f"| {name} | {row['n']} | {pct(row, row['fm'])} | {pct(row, row['cm'])} | – | – | – | "
                          f"{row['infra_failures']} |")
     return "\n".join(lines) + "\n"

@@ -101,6 +101,11 @@ def test_oracle_is_exact_and_null_diverges_at_the_first_change(tmp_path):
         assert rows[episode["id"]]["first_divergence"] == first_change
     assert null["episode_cm"]["rate"] < 1.0
     assert (tmp_path / "null" / "report.md").read_text().startswith("# Chained tier")
+    # over the episodes whose state had changed by call k, "no change" never scores; the oracle always does
+    changed = [g for g in null["cm_at_k_changed"].values() if g["n"]]
+    assert changed and all(g["rate"] == 0.0 for g in changed)
+    assert all(g["rate"] == 1.0 for g in oracle["cm_at_k_changed"].values() if g["n"])
+    assert null["cm_at_k_changed"]["1"]["n"] == sum(e["steps"][0]["delta_size"] > 0 for e in episodes)
 
 
 class _Broken:
