@@ -1,0 +1,40 @@
+"""The README's baseline block is the real console output of `envsim eval --model null|oracle` on the
+shipped v1 benchmark: a newcomer who runs the first README command sees the same table."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from envsim.cli import main
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _readme_baseline_tables() -> dict[str, list[str]]:
+    """Map each baseline named in the README's output block to the lines of its table."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index("Output of the baselines on v1")
+    block = re.search(r"```\n(.*?)```", text[start:], re.S)
+    assert block, "the README has no fenced output block after 'Output of the baselines on v1'"
+    tables: dict[str, list[str]] = {}
+    for chunk in block.group(1).strip().split("\n\n"):
+        lines = chunk.splitlines()
+        model = lines[0].split(" on ", 1)[0]
+        tables[model] = lines
+    return tables
+
+
+@pytest.mark.parametrize("model", ["null", "oracle"])
+def test_readme_block_is_the_console_output(model, tmp_path):
+    tables = _readme_baseline_tables()
+    assert model in tables, f"the README shows no table for {model}"
+    result = CliRunner().invoke(main, ["eval", "--model", model, "--runs-root", str(tmp_path), "--no-progress"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    printed = result.stdout.splitlines()
+    table_start = printed.index(tables[model][0])
+    assert printed[table_start:table_start + len(tables[model])] == tables[model]
