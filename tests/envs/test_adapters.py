@@ -74,11 +74,13 @@ def hostile():
                           limits=Limits(cpu_seconds=2, wall_seconds=6, memory_bytes=512 << 20))
 
 
-def test_infinite_loop_hits_cpu_limit(hostile):
-    start = time.monotonic()
+def test_infinite_loop_hits_cpu_limit():
+    # The wall limit stands far above the CPU limit, so that on a loaded machine (where 2 s of CPU
+    # can take many seconds of wall time) it is still the CPU limit that ends the loop.
+    spinner = from_envscaler({"env_class_code": HOSTILE_SOURCE, "init_config": {}},
+                             limits=Limits(cpu_seconds=1, wall_seconds=120, memory_bytes=512 << 20))
     with pytest.raises(SandboxError, match="CPU-time limit"):
-        execute(hostile, {}, {"name": "spin", "arguments": {}})
-    assert time.monotonic() - start < 6
+        execute(spinner, {}, {"name": "spin", "arguments": {}})
 
 
 def test_wall_time_limit_catches_sleepers():
@@ -88,7 +90,7 @@ def test_wall_time_limit_catches_sleepers():
     start = time.monotonic()
     with pytest.raises(SandboxError, match="wall-time limit"):
         execute(env, {}, {"name": "nap", "arguments": {}})
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 25, "the sleeper was not stopped before its 30 s sleep ended"
 
 
 def test_huge_allocation_hits_memory_limit(hostile):
