@@ -81,6 +81,9 @@ def run_request(request: dict[str, Any], limits: Limits = Limits(), *, allow_unc
                 confine: tuple[str, ...] = sandbox_confine.LAYERS) -> dict[str, Any]:
     """Run one call ``{"source", "class_name", "load", "tools", "state", "action"}`` in a confined worker.
 
+    An ``action`` of ``None`` runs no tool: the child loads ``state`` and answers the saved state
+    (``next_state``), which is how untrusted states are normalised.
+
     Returns ``{"observation", "next_state"}`` or raises ``SandboxError``. Workers are reused per
     (source, class, limits); ``fresh=True`` uses a new worker for this call only (the cold path).
     ``tripwire``/``confine`` switch layers off (with ``allow_unconfined=True`` only), for tests that
@@ -156,7 +159,7 @@ class _Worker:
             raise SandboxError(f"sandbox worker failed to start: {ready.get('fatal', ready)}")
         self.layers: dict[str, str | None] = ready["ready"]
 
-    def call(self, state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
+    def call(self, state: dict[str, Any], action: dict[str, Any] | None) -> dict[str, Any]:
         """One call in a fresh child of this worker; ``SandboxError`` on any rule, limit or failure."""
         nonce = secrets.token_hex(16)
         self._send({"nonce": nonce, "state": state, "action": action})
@@ -272,7 +275,7 @@ class _Pool:
             self._workers, self._locks, self._lock = collections.OrderedDict(), {}, threading.Lock()
             self._pid = os.getpid()
 
-    def call(self, setup: dict[str, Any], state: dict[str, Any], action: dict[str, Any],
+    def call(self, setup: dict[str, Any], state: dict[str, Any], action: dict[str, Any] | None,
              allow_unconfined: bool) -> dict[str, Any]:
         self._forget_after_fork()
         key = hashlib.sha256(json.dumps(setup, sort_keys=True).encode()).hexdigest()

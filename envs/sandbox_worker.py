@@ -370,7 +370,10 @@ def _run_call(state: dict[str, Any], setup: dict[str, Any], request: dict[str, A
         if not isinstance(foreign, type):
             end_with_error(f"the source defines no class named {class_name!r}")
         cls = wrap_class(foreign, load=load, tools=tools, source=source)
-        observation, next_state = call_in_process(cls, request["state"], action_type.from_json(request["action"]))
+        if request["action"] is None:  # load -> save only (normalising a state): no tool runs
+            observation, next_state = None, cls.from_state(request["state"]).get_state()
+        else:
+            observation, next_state = call_in_process(cls, request["state"], action_type.from_json(request["action"]))
         body = frame({"nonce": nonce, "observation": observation, "next_state": next_state})
     except MemoryError:
         end_with_error(f"untrusted code exceeded the memory limit ({memory >> 20} MiB)")

@@ -127,15 +127,7 @@ class ForeignEnvironment(Environment):
     @classmethod
     def normalise(cls, state: dict[str, Any]) -> dict[str, Any]:
         """The load->save form of a configuration; raises ``StateError`` when a second load->save changes it."""
-        from envsim.delta import canonical_json  # imported on use: sandbox workers never normalise
-
-        first = cls.from_state(state).get_state()
-        second = cls.from_state(first).get_state()
-        if canonical_json(first) != canonical_json(second):
-            changed = sorted(k for k in set(first) | set(second) if first.get(k, _GONE) != second.get(k, _GONE))
-            raise StateError(f"{cls.env_id()}: state does not survive load->save->load (changed: "
-                             f"{', '.join(changed[:8])}); {HOOK_HINT}")
-        return first
+        return load_save_fixed_point(cls.env_id(), lambda given: cls.from_state(given).get_state(), state)
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Build the foreign instance from ``state`` with the adapter's loader, then ``codec.decode``."""
@@ -177,6 +169,24 @@ class ForeignEnvironment(Environment):
 
 
 _GONE = object()
+
+
+def load_save_fixed_point(env_id: str, load_save: Callable[[dict[str, Any]], dict[str, Any]],
+                          state: dict[str, Any]) -> dict[str, Any]:
+    """``load_save(state)``, checked to be a fixed point: a second load->save must not change it.
+
+    A state that moves on every load would show changes no tool made, so it raises ``StateError``
+    naming the keys that moved.
+    """
+    from envsim.delta import canonical_json  # imported on use: sandbox workers never normalise
+
+    first = load_save(state)
+    second = load_save(first)
+    if canonical_json(first) != canonical_json(second):
+        changed = sorted(k for k in set(first) | set(second) if first.get(k, _GONE) != second.get(k, _GONE))
+        raise StateError(f"{env_id}: state does not survive load->save->load (changed: "
+                         f"{', '.join(changed[:8])}); {HOOK_HINT}")
+    return first
 
 
 def wrap_class(foreign: type, *, load: Loader = "attrs", tools: Sequence[str] | None = None,

@@ -14,6 +14,7 @@ import copy
 import typing
 from typing import Any, Callable, Sequence
 
+from envsim.envs.adapters.foreign import load_save_fixed_point
 from envsim.envs.base import Environment, ToolSpec
 from envsim.envs.sandbox import Limits, run_request
 from envsim.envs.source import SOURCE_ATTRIBUTE
@@ -109,16 +110,28 @@ class UntrustedEnvironment(Environment):
 
     @classmethod
     def sample_state(cls, seed: int) -> dict[str, Any]:
-        """One of the initial configs given to the adapter (cycled by seed)."""
-        return copy.deepcopy(cls._initial_states[seed % len(cls._initial_states)])
+        """One of the initial configs given to the adapter (cycled by seed), normalised by load->save."""
+        return cls.normalise(cls._initial_states[seed % len(cls._initial_states)])
+
+    @classmethod
+    def normalise(cls, state: dict[str, Any]) -> dict[str, Any]:
+        """The load->save form of a configuration, computed in the sandbox (what a call's ``next_state``
+        looks like: the constructor's defaults and renames are no changes any tool made); raises
+        ``StateError`` when a second load->save changes it."""
+        return load_save_fixed_point(cls.env_id(), lambda given: cls._sandboxed(given, None)[1], state)
 
     @classmethod
     def run_call(cls, state: dict[str, Any], action: Any) -> tuple[Any, dict[str, Any]]:
         """Execute the call in the class's confined worker; raises ``SandboxError`` when a limit or rule is hit."""
+        return cls._sandboxed(state, Action.from_json(action).to_json())
+
+    @classmethod
+    def _sandboxed(cls, state: dict[str, Any], action: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+        """``(observation, next_state)`` from the confined worker; ``action`` ``None`` runs load->save only."""
         answer = run_request({
             "source": cls.__dict__[SOURCE_ATTRIBUTE] if SOURCE_ATTRIBUTE in cls.__dict__ else getattr(cls, SOURCE_ATTRIBUTE),
             "class_name": cls._class_name, "load": cls._loader, "tools": list(cls.tool_specs()),
-            "state": state, "action": Action.from_json(action).to_json(),
+            "state": state, "action": action,
         }, cls._limits, allow_unconfined=cls._allow_unconfined)
         return answer["observation"], answer["next_state"]
 

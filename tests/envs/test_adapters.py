@@ -58,6 +58,50 @@ def test_envscaler_string_class_runs_in_sandbox():
     assert "def _book(self, book_id)" in tool_code(env, "borrow")
 
 
+SHOP_SOURCE = '''
+class Shop:
+    """A shop whose constructor fills defaults the config leaves out."""
+
+    def __init__(self, config):
+        self.items = config.get("items", {})
+        self.orders = config.get("orders", [])
+        self.next_order_id = config.get("next_order_id", 1)
+
+    def list_items(self) -> dict:
+        """List the items."""
+        return {"success": True, "items": sorted(self.items)}
+
+    def order(self, item: str) -> dict:
+        """Order one unit of an item.
+
+        Args:
+            item: Item name.
+        """
+        self.items[item] -= 1
+        self.orders.append({"id": self.next_order_id, "item": item})
+        self.next_order_id += 1
+        return {"success": True, "order_id": self.next_order_id - 1}
+'''
+
+
+def test_envscaler_initial_states_are_the_sandboxed_load_save_form():
+    env = from_envscaler({"env_class_code": SHOP_SOURCE, "init_config": {"items": {"apple": 3}}})
+    state = env.sample_state(0)
+    assert state == {"items": {"apple": 3}, "orders": [], "next_order_id": 1}   # the constructor's defaults
+    read = execute(env, state, {"name": "list_items", "arguments": {}})
+    assert read.delta_size == 0 and read.outcome == "no_change"                   # was |Δ| = 2 on the raw config
+    order = execute(env, state, {"name": "order", "arguments": {"item": "apple"}})
+    assert order.delta_size == 3 and sorted(op["path"] for op in order.patch) == [
+        "/items/apple", "/next_order_id", "/orders/0"]
+
+
+def test_envscaler_config_the_constructor_rejects_is_a_clear_error():
+    source = SHOP_SOURCE.replace('config.get("items", {})', 'config["items"]')
+    env = from_envscaler({"env_class_code": source, "init_config": {"stock": {}}})
+    with pytest.raises(SandboxError, match="untrusted environment failed: KeyError: 'items'"):
+        env.sample_state(0)
+
+
 def test_hostile_source_is_never_executed_in_process():
     marker = f"/tmp/envsim-hostile-{uuid.uuid4().hex}"
     source = f"open({marker!r}, 'w').write('x')\n\nclass Evil:\n    def ping(self) -> dict:\n        return {{}}\n"
