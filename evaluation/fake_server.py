@@ -66,6 +66,7 @@ class FakeOpenAIServer(LocalHTTPServer):
         self.latency = latency
         self.calls: dict[str, int] = defaultdict(int)
         self.auth_headers: set[str] = set()  # every Authorization header received
+        self.system_prompts: set[str] = set()  # every system message received (which prompt version was sent)
         self.oracle_cache: dict[str, str] = {}
         self.lock = threading.Lock()
         server = self
@@ -106,6 +107,7 @@ class FakeOpenAIServer(LocalHTTPServer):
         """Status and JSON body for one chat-completions request."""
         model = body.get("model", "")
         prompt = body["messages"][-1]["content"]
+        self.system_prompts.update(m["content"] for m in body["messages"] if m.get("role") == "system")
         record = self.by_prompt.get(prompt) or record_from_prompt(prompt)
         with self.lock:
             self.calls[prompt] += 1

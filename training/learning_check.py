@@ -22,7 +22,7 @@ from typing import Any, Sequence
 from envsim.construction.pipeline import build_pool
 from envsim.construction.splits import training_envs
 from envsim.envs.registry import list_envs
-from envsim.evaluation.prompts import build_messages, target_answer
+from envsim.evaluation.prompts import PROMPT_VERSION, build_messages, target_answer
 from envsim.training.data import write_sft_files
 from envsim.training.local_eval import evaluate_local
 from envsim.training.sft import SFTSettings, launch_command, write_sft_files as write_sft_config
@@ -83,11 +83,12 @@ def run_learning_check(work_dir: Path, settings: LearningCheckSettings | None = 
     if not train or not heldout:
         raise RuntimeError(f"too few short samples (train {len(train)}, held-out {len(heldout)}); widen the limits")
     data_dir = work_dir / "data"
-    name = write_sft_files(train, data_dir, "learning_check")
+    name = write_sft_files(train, data_dir, "learning_check", version=PROMPT_VERSION)  # the same prompts below
     texts = texts_from_sft(data_dir / f"{name}.jsonl")
     build_tiny_model(work_dir / "untrained", texts, hidden_size=settings.hidden_size, layers=settings.layers,
                      seed=settings.seed)
-    before = evaluate_local(work_dir / "untrained", heldout, max_new_tokens=settings.max_new_tokens)
+    before = evaluate_local(work_dir / "untrained", heldout, prompt_version=PROMPT_VERSION,
+                            max_new_tokens=settings.max_new_tokens)
     sft = SFTSettings(model=str(work_dir / "untrained"), data_dir=data_dir.resolve(), dataset=name,
                       output_dir=(work_dir / "sft" / "checkpoints").resolve(), learning_rate=settings.learning_rate,
                       cutoff_len=4096, effective_batch=settings.batch, bf16=False, max_steps=settings.steps,
@@ -103,7 +104,7 @@ def run_learning_check(work_dir: Path, settings: LearningCheckSettings | None = 
     train_seconds = time.monotonic() - started
     if code != 0:
         raise RuntimeError(f"llamafactory-cli failed (exit {code}); see {log}")
-    after = evaluate_local(sft.output_dir, heldout, max_new_tokens=settings.max_new_tokens)
+    after = evaluate_local(sft.output_dir, heldout, prompt_version=PROMPT_VERSION, max_new_tokens=settings.max_new_tokens)
     figures = {"settings": asdict(settings), "train_samples": len(train), "heldout_samples": len(heldout),
                "heldout_envs": sorted({r["env"] for r in heldout}), "train_seconds": round(train_seconds, 1),
                "before": _summary(before), "after": _summary(after),

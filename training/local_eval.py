@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.prompts import build_messages
+from envsim.evaluation.prompts import PROMPT_VERSION, build_messages
 from envsim.evaluation.scoring import score_prediction
 
 
@@ -52,8 +52,11 @@ def score_answers(records: Sequence[dict[str, Any]], answers: Sequence[str]) -> 
 
 
 def evaluate_local(model_dir: str | Path, records: Sequence[dict[str, Any]], *, prompt_mode: str = "mdp",
-                   max_new_tokens: int = 256, batch_size: int = 8) -> dict[str, Any]:
-    """Generate answers for ``records`` with a local model and score them (see ``score_answers``)."""
-    answers = generate_answers(model_dir, [build_messages(r, prompt_mode) for r in records],
+                   prompt_version: str = PROMPT_VERSION, max_new_tokens: int = 256,
+                   batch_size: int = 8) -> dict[str, Any]:
+    """Generate answers for ``records`` with a local model and score them (see ``score_answers``).
+
+    ``prompt_version`` must be the version the model was trained on (``write_sft_files``'s default is 1)."""
+    answers = generate_answers(model_dir, [build_messages(r, prompt_mode, version=prompt_version) for r in records],
                                max_new_tokens=max_new_tokens, batch_size=batch_size)
     return {**score_answers(records, answers), "answers": answers}

@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from envsim.envs.base import Environment
 from envsim.envs.registry import get_env
+from envsim.evaluation.prompts import PROMPT_VERSION
 from envsim.evaluation.providers import Provider
 from envsim.training.agents import ChangingStartAgent, is_request_failure
 from envsim.training.drift import is_scored
@@ -57,6 +58,7 @@ async def play_rollout_episode(env: SimulatedEnvironment, env_class: type[Enviro
 
 async def run_rollout_track(env_ids: Sequence[str], simulator: Provider, out: Path, *, episodes: int, horizon: int,
                             seed: int = 0, concurrency: int = 8, prompt_mode: str = "mdp",
+                            prompt_version: str = PROMPT_VERSION,
                             on_episode: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run (or resume) the rollout track and write its reports under ``out``; returns the drift report
     (``training.drift.drift_report``: ``cm_at_k``, ``cm_at_k_changed``, ``scored``, ``infra_failures``,
@@ -73,7 +75,8 @@ async def run_rollout_track(env_ids: Sequence[str], simulator: Provider, out: Pa
             if is_scored(done.get(_key(env_id, episode_seed), {"status": "missing"})):
                 return
             cls = get_env(env_id)
-            env = SimulatedEnvironment(EnvSpec.from_class(cls), simulator, prompt_mode=prompt_mode, shadow=True)
+            env = SimulatedEnvironment(EnvSpec.from_class(cls), simulator, prompt_mode=prompt_mode, shadow=True,
+                                       prompt_version=prompt_version)
             envs.append(env)
             async with semaphore:
                 episode = await play_rollout_episode(env, cls, episode_seed, horizon)

@@ -26,7 +26,7 @@ from envsim.envs.base import Environment
 from envsim.envs.executor import execute
 from envsim.envs.source import class_source, tool_code
 from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.prompts import build_messages
+from envsim.evaluation.prompts import LATEST_PROMPT_VERSION, build_messages
 from envsim.evaluation.providers import Provider
 from envsim.evaluation.scoring import apply_prediction
 from envsim.records import Action
@@ -112,7 +112,8 @@ class SimulatedEnvironment:
     """Gym-style ``reset(seed)`` / ``step(action)`` environment whose dynamics come from a simulator."""
 
     def __init__(self, spec: EnvSpec, simulator: Provider, *, prompt_mode: str = "mdp", max_attempts: int = 3,
-                 shadow: bool = False, request_timeout: float = 120.0, prompt_version: str = "1") -> None:
+                 shadow: bool = False, request_timeout: float = 120.0,
+                 prompt_version: str = LATEST_PROMPT_VERSION) -> None:
         if shadow and spec.runnable is None:
             raise ValueError(f"shadow mode needs a runnable implementation of {spec.env_id}")
         self.spec = spec

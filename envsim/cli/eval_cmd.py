@@ -171,7 +171,7 @@ def eval_cmd(model: str, base_url: tuple[str, ...], benchmark: str, split: str, 
         raise click.ClickException(str(exc)) from None
     if track == "rollout":
         report = _rollout(records, provider, run_dir, episodes=episodes, horizon=horizon, concurrency=concurrency,
-                          prompt_mode=prompt_mode)
+                          prompt_mode=prompt_mode, prompt_version=prompt_version)
         _endpoint_summary(provider, run_dir)
         enforce_min_scored(report.get("scored", report["episodes"]),
                            report.get("scored", report["episodes"]) + report.get("infra_failures", 0), min_scored,
@@ -282,7 +282,7 @@ def _endpoint_summary(provider: Any, run_dir: Path) -> None:
 
 
 def _rollout(records: list[dict[str, Any]], provider: Any, run_dir: Path, *, episodes: int, horizon: int,
-             concurrency: int, prompt_mode: str) -> dict[str, Any]:
+             concurrency: int, prompt_mode: str, prompt_version: str) -> dict[str, Any]:
     """Run the multi-step track over the environments of ``records``."""
     from envsim.progress import progress as tqdm
 
@@ -292,7 +292,7 @@ def _rollout(records: list[dict[str, Any]], provider: Any, run_dir: Path, *, epi
     bar = tqdm(total=len(env_ids) * episodes, desc="rollout track", unit="episode")
     report = asyncio.run(run_rollout_track(env_ids, provider, run_dir, episodes=episodes, horizon=horizon,
                                            concurrency=concurrency, prompt_mode=prompt_mode,
-                                           on_episode=lambda _: bar.update(1)))
+                                           prompt_version=prompt_version, on_episode=lambda _: bar.update(1)))
     bar.close()
     click.echo(f"{report['episodes']} episodes of {horizon} steps on {len(env_ids)} environments; "
                f"mean steps before divergence {report['mean_steps_before_divergence']}")

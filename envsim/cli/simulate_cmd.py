@@ -24,7 +24,11 @@ import click
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--shadow/--no-shadow", default=True, show_default=True,
               help="Step the real implementation alongside and report drift.")
-@click.option("--prompt-mode", type=click.Choice(["mdp", "pomdp", "full-class"]), default="mdp", show_default=True)
+@click.option("--prompt-mode", type=click.Choice(["mdp", "pomdp", "full-class"]), default="mdp", show_default=True,
+              help="What the simulator's prompt shows of the environment (as 'envsim eval --prompt-mode').")
+@click.option("--prompt-version", type=click.Choice(["1", "2"]), default="2", show_default=True,
+              help="Prompt version sent to the simulator: the one its SFT data was written with ('envsim train "
+                   "data' writes 2).")
 @click.option("--max-attempts", type=int, default=3, show_default=True,
               help="Simulator attempts per step before the fallback policy (error observation, state unchanged).")
 @click.option("--price-in", type=float, default=0.0, show_default=True, help="Price per 1M prompt tokens.")
@@ -33,7 +37,7 @@ import click
 def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, ...], agent: str,
                  agent_base_url: str | None, episodes: int, steps: int, seed: int, shadow: bool, prompt_mode: str,
                  max_attempts: int, price_in: float, price_out: float, out: Path,
-                 base_url_file: Path | None = None) -> None:
+                 base_url_file: Path | None = None, prompt_version: str = "2") -> None:
     """Write trajectories (ShareGPT with tool calls), per-step records, costs and (shadow) a drift report."""
     from envsim.envs.registry import UnknownEnvironment, get_env
     from envsim.training.agents import ExplorerAgent, LLMAgent
@@ -54,7 +58,8 @@ def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, 
             for cls in classes:
                 for i in range(episodes):
                     env = SimulatedEnvironment(EnvSpec.from_class(cls), provider, prompt_mode=prompt_mode,
-                                               max_attempts=max_attempts, shadow=shadow)
+                                               max_attempts=max_attempts, shadow=shadow,
+                                               prompt_version=prompt_version)
                     envs.append(env)
                     policy = ExplorerAgent(cls, seed + i) if agent == "explorer" else LLMAgent(agent, agent_base_url)
                     results.append(await run_episode(env, policy, seed + i, steps))

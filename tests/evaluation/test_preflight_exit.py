@@ -228,6 +228,18 @@ def test_rollout_track_cli_null_scores_nothing_at_step_1_and_a_dead_endpoint_exi
     assert "no episode was scored" in dead.output and "request failed" in dead.output
 
 
+@pytest.mark.parametrize("args, version", [([], "1"), (["--prompt-version", "2"], "2")])
+def test_rollout_track_cli_sends_the_prompt_version_its_config_records(tmp_path, args, version):
+    from envsim.evaluation.prompts import system_prompt
+
+    with FakeOpenAIServer([]) as server:
+        result = _run(["--model", "oracle-remote", "--base-url", server.base_url, "--track", "rollout", "--limit", "2",
+                       "--episodes", "1", "--horizon", "2", "--run-dir", str(tmp_path / "run"), "--no-progress", *args])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["prompt_version"] == version
+    assert server.system_prompts == {system_prompt(version)}   # v1's rollout track sent version 1 whatever was asked
+
+
 def test_a_rollout_run_dir_of_the_old_episode_drawing_is_not_resumed(tmp_path):
     run_dir = tmp_path / "old"
     run_dir.mkdir()

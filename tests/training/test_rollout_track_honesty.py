@@ -145,3 +145,19 @@ def test_markdown_shows_empty_groups_as_a_dash():
     text = drift_markdown(drift_report([episode], 2), "t")
     assert f"| 1 | 1 | 100.0 | 100.0 | 0 | {DASH} | 100.0 (1) | {DASH} (0) |" in text
     assert f"| 2 | 0 | {DASH} | {DASH} | 0 | {DASH} |" in text
+
+
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_rollout_track_sends_the_requested_prompt_version(held_out_envs, tmp_path, version):
+    from envsim.evaluation.prompts import system_prompt
+
+    systems: set[str] = set()
+
+    class Recording(NullProvider):
+        async def generate(self, messages, record):
+            systems.add(messages[0]["content"])
+            return await super().generate(messages, record)
+
+    asyncio.run(run_rollout_track(held_out_envs[:1], Recording(), tmp_path, episodes=1, horizon=2,
+                                  prompt_version=version))
+    assert systems == {system_prompt(version)}

@@ -132,3 +132,37 @@ def test_simulate_with_an_llm_agent(tmp_path):
     calls = [json.loads(t["value"]) for t in trajectory["conversations"] if t["from"] == "function_call"]
     assert len(calls) == 3 and all(c["arguments"] == {} for c in calls)     # the agent stopped after three calls
     assert json.loads((tmp_path / "agent" / "drift.json").read_text())["diverged_episodes"] == 0
+
+
+# --- the prompt version reaches the simulator ---------------------------------------------------
+
+def test_simulated_environment_sends_the_version_train_data_writes_by_default():
+    from envsim.evaluation.prompts import LATEST_PROMPT_VERSION, system_prompt
+
+    class Recording(NullProvider):
+        systems: set[str] = set()
+
+        async def generate(self, messages, record):
+            self.systems.add(messages[0]["content"])
+            return await super().generate(messages, record)
+
+    cls = get_env("online_store-v1")
+    for version, expected in ((None, LATEST_PROMPT_VERSION), ("1", "1")):
+        recording = Recording()
+        recording.systems = set()
+        kwargs = {} if version is None else {"prompt_version": version}
+        env = SimulatedEnvironment(EnvSpec.from_class(cls), recording, shadow=True, **kwargs)
+        asyncio.run(run_episode(env, ExplorerAgent(cls, 0), 0, 2))
+        assert recording.systems == {system_prompt(expected)}
+
+
+@pytest.mark.parametrize("args, version", [([], "2"), (["--prompt-version", "1"], "1")])
+def test_simulate_cli_sends_the_chosen_prompt_version(tmp_path, args, version):
+    from envsim.evaluation.prompts import system_prompt
+
+    with FakeOpenAIServer([]) as server:
+        result = CliRunner().invoke(main, ["simulate", "--env", "online_store-v1", "--simulator", "oracle",
+                                           "--base-url", server.base_url, "--episodes", "1", "--steps", "2",
+                                           "--out", str(tmp_path / "out"), *args])
+        assert result.exit_code == 0, result.output
+    assert server.system_prompts == {system_prompt(version)}
