@@ -150,14 +150,9 @@ def test_markdown_shows_empty_groups_as_a_dash():
 @pytest.mark.parametrize("version", ["1", "2"])
 def test_rollout_track_sends_the_requested_prompt_version(held_out_envs, tmp_path, version):
     from envsim.evaluation.prompts import system_prompt
+    from tests.fixtures.recording_provider import SystemPromptRecorder
 
-    systems: set[str] = set()
-
-    class Recording(NullProvider):
-        async def generate(self, messages, record):
-            systems.add(messages[0]["content"])
-            return await super().generate(messages, record)
-
-    asyncio.run(run_rollout_track(held_out_envs[:1], Recording(), tmp_path, episodes=1, horizon=2,
+    recording = SystemPromptRecorder()
+    asyncio.run(run_rollout_track(held_out_envs[:1], recording, tmp_path, episodes=1, horizon=2,
                                   prompt_version=version))
-    assert systems == {system_prompt(version)}
+    assert recording.systems == {system_prompt(version)}

@@ -138,18 +138,11 @@ def test_simulate_with_an_llm_agent(tmp_path):
 
 def test_simulated_environment_sends_the_version_train_data_writes_by_default():
     from envsim.evaluation.prompts import LATEST_PROMPT_VERSION, system_prompt
-
-    class Recording(NullProvider):
-        systems: set[str] = set()
-
-        async def generate(self, messages, record):
-            self.systems.add(messages[0]["content"])
-            return await super().generate(messages, record)
+    from tests.fixtures.recording_provider import SystemPromptRecorder
 
     cls = get_env("online_store-v1")
     for version, expected in ((None, LATEST_PROMPT_VERSION), ("1", "1")):
-        recording = Recording()
-        recording.systems = set()
+        recording = SystemPromptRecorder()
         kwargs = {} if version is None else {"prompt_version": version}
         env = SimulatedEnvironment(EnvSpec.from_class(cls), recording, shadow=True, **kwargs)
         asyncio.run(run_episode(env, ExplorerAgent(cls, 0), 0, 2))
