@@ -8,6 +8,7 @@ FOLDERS = {
     "envsim.benchmark": "benchmark",
     "envsim.evaluation": "evaluation",
     "envsim.training": "training",
+    "envsim.simulation": "simulation",
 }
 
 

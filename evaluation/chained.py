@@ -1,7 +1,7 @@
 """Scoring of chained episodes (benchmark v2 ``chained`` tier): the simulator's own state carried forward.
 
 Each episode is played through the multi-step machinery of the rollout track
-(``training.simulated.SimulatedEnvironment`` in shadow mode, ``training.simulate.run_episode``):
+(``simulation.simulated.SimulatedEnvironment`` in shadow mode, ``simulation.simulate.run_episode``):
 at step ``t`` the simulator sees the state *it* predicted after step ``t-1`` and the episode's
 fixed call ``t``; the real environment is stepped alongside from the same initial state. A step
 scores FM (observation equals the true one) and CM (the tracked state equals the true state after
@@ -93,8 +93,8 @@ async def play_episode(episode: dict[str, Any], simulator: Provider, *, prompt_m
                        prompt_version: str = "2", request_timeout: float = 600.0) -> dict[str, Any]:
     """Play one chained episode with ``simulator``; returns its result row (see module docstring)."""
     from envsim.envs.registry import get_env
-    from envsim.training.simulate import run_episode
-    from envsim.training.simulated import EnvSpec, SimulatedEnvironment
+    from envsim.simulation.simulate import run_episode
+    from envsim.simulation.simulated import EnvSpec, SimulatedEnvironment
 
     base = {"id": episode["id"], "env": episode["env"], "length": episode["length"]}
     try:

@@ -1,1 +1,1 @@
-"""Training and deployment of simulators: data recipes, SFT/RL launchers, serving, simulated environments."""
+"""Training and deployment of simulators: data recipes, SFT/RL launchers, serving."""

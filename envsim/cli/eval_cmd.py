@@ -286,7 +286,7 @@ def _rollout(records: list[dict[str, Any]], provider: Any, run_dir: Path, *, epi
     """Run the multi-step track over the environments of ``records``."""
     from envsim.progress import progress as tqdm
 
-    from envsim.training.rollout_track import run_rollout_track
+    from envsim.simulation.rollout_track import run_rollout_track
 
     env_ids = sorted({r["env"] for r in records})
     bar = tqdm(total=len(env_ids) * episodes, desc="rollout track", unit="episode")

@@ -40,9 +40,9 @@ def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, 
                  base_url_file: Path | None = None, prompt_version: str = "2") -> None:
     """Write trajectories (ShareGPT with tool calls), per-step records, costs and (shadow) a drift report."""
     from envsim.envs.registry import UnknownEnvironment, get_env
-    from envsim.training.agents import ExplorerAgent, LLMAgent
-    from envsim.training.simulate import cost_summary, run_episode, write_outputs
-    from envsim.training.simulated import EnvSpec, SimulatedEnvironment
+    from envsim.simulation.agents import ExplorerAgent, LLMAgent
+    from envsim.simulation.simulate import cost_summary, run_episode, write_outputs
+    from envsim.simulation.simulated import EnvSpec, SimulatedEnvironment
 
     try:
         classes = [get_env(e) for e in env_ids]

@@ -15,9 +15,9 @@ import pytest
 from envsim.benchmark import load
 from envsim.envs.registry import get_env
 from envsim.evaluation.providers import NullProvider, OpenAICompatibleProvider, OracleProvider
-from envsim.training.agents import ChangingStartAgent, stable_seed
-from envsim.training.drift import DASH, drift_figure, drift_markdown, drift_report
-from envsim.training.rollout_track import run_rollout_track
+from envsim.simulation.agents import ChangingStartAgent, stable_seed
+from envsim.simulation.drift import DASH, drift_figure, drift_markdown, drift_report
+from envsim.simulation.rollout_track import run_rollout_track
 
 HORIZON = 4
 
@@ -83,7 +83,7 @@ def test_explorer_is_seeded_per_environment(null_run, held_out_envs):
 
 
 def test_stable_seed_does_not_depend_on_the_hash_salt():
-    code = "from envsim.training.agents import stable_seed; print(stable_seed('online_store-v1', 3))"
+    code = "from envsim.simulation.agents import stable_seed; print(stable_seed('online_store-v1', 3))"
     seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": salt}).stdout.strip() for salt in ("1", "2")}
     assert seen == {str(stable_seed("online_store-v1", 3))}

@@ -1,7 +1,7 @@
 """The multi-step evaluation track: K-step explorer trajectories on held-out environments where the
 simulator's own predicted state is fed forward; reported as CM@k and mean steps before divergence.
 
-Every episode's first call changes the true state (``training.agents.ChangingStartAgent``, seeded per
+Every episode's first call changes the true state (``simulation.agents.ChangingStartAgent``, seeded per
 environment and episode), so a simulator that predicts "no change" cannot score CM@1. An episode in
 which a simulator request failed (connection refused, timeouts after retries) stops there and is an
 infrastructure failure (``"status": "infra_failure"`` with its ``reason``), kept out of the figures.
@@ -20,10 +20,10 @@ from envsim.envs.base import Environment
 from envsim.envs.registry import get_env
 from envsim.evaluation.prompts import PROMPT_VERSION
 from envsim.evaluation.providers import Provider
-from envsim.training.agents import ChangingStartAgent, is_request_failure
-from envsim.training.drift import is_scored
-from envsim.training.simulate import cost_summary, run_episode, write_outputs
-from envsim.training.simulated import EnvSpec, SimulatedEnvironment
+from envsim.simulation.agents import ChangingStartAgent, is_request_failure
+from envsim.simulation.drift import is_scored
+from envsim.simulation.simulate import cost_summary, run_episode, write_outputs
+from envsim.simulation.simulated import EnvSpec, SimulatedEnvironment
 
 
 def _key(env_id: str, seed: int) -> str:
@@ -61,7 +61,7 @@ async def run_rollout_track(env_ids: Sequence[str], simulator: Provider, out: Pa
                             prompt_version: str = PROMPT_VERSION,
                             on_episode: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run (or resume) the rollout track and write its reports under ``out``; returns the drift report
-    (``training.drift.drift_report``: ``cm_at_k``, ``cm_at_k_changed``, ``scored``, ``infra_failures``,
+    (``simulation.drift.drift_report``: ``cm_at_k``, ``cm_at_k_changed``, ``scored``, ``infra_failures``,
     ``infra_failure_reasons``, ...)."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "episodes.jsonl"

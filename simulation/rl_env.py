@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from envsim.evaluation.providers import Provider, make_provider
 from envsim.records import Action
-from envsim.training.simulated import EnvSpec, SimulatedEnvironment
+from envsim.simulation.simulated import EnvSpec, SimulatedEnvironment
 
 StateCheck = Callable[[dict[str, Any]], bool]
 

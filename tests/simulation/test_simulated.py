@@ -11,10 +11,10 @@ from envsim.cli import main
 from envsim.envs.registry import get_env, list_envs
 from envsim.evaluation.fake_server import FakeOpenAIServer
 from envsim.evaluation.providers import NullProvider, OracleProvider
-from envsim.training.agents import ExplorerAgent
-from envsim.training.rl_env import SimulatedToolEnv, Task
-from envsim.training.simulate import run_episode
-from envsim.training.simulated import FALLBACK_PREFIX, EnvSpec, SimulatedEnvironment
+from envsim.simulation.agents import ExplorerAgent
+from envsim.simulation.rl_env import SimulatedToolEnv, Task
+from envsim.simulation.simulate import run_episode
+from envsim.simulation.simulated import FALLBACK_PREFIX, EnvSpec, SimulatedEnvironment
 
 import asyncio
 

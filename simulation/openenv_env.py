@@ -34,8 +34,8 @@ from envsim.envs.executor import execute
 from envsim.envs.registry import get_env
 from envsim.evaluation.providers import Provider, make_provider
 from envsim.records import Action
-from envsim.training.rl_env import Task
-from envsim.training.simulated import EnvSpec, SimulatedEnvironment
+from envsim.simulation.rl_env import Task
+from envsim.simulation.simulated import EnvSpec, SimulatedEnvironment
 
 FINISH = "finish"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from envsim.records import Action
-from envsim.training.drift import drift_markdown, drift_report, is_scored, plot_drift
-from envsim.training.simulated import SimulatedEnvironment
+from envsim.simulation.drift import drift_markdown, drift_report, is_scored, plot_drift
+from envsim.simulation.simulated import SimulatedEnvironment
 
 AGENT_SYSTEM = ("You are an agent operating a tool environment. Call one tool at a time; the results of your "
                 "calls are returned to you. Stop calling tools when the task is done.")

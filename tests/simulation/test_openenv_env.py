@@ -14,10 +14,10 @@ from openenv.core.env_server.mcp_types import CallToolAction  # noqa: E402
 from envsim.envs.registry import get_env  # noqa: E402
 from envsim.evaluation.fake_server import FakeOpenAIServer  # noqa: E402
 from envsim.evaluation.providers import NullProvider, OracleProvider  # noqa: E402
-from envsim.training.openenv_env import (EnvSimObservation, EnvSimState, create_server_app, make_env,  # noqa: E402
+from envsim.simulation.openenv_env import (EnvSimObservation, EnvSimState, create_server_app, make_env,  # noqa: E402
                                          observation_text)
-from envsim.training.rl_env import Task  # noqa: E402
-from envsim.training.tabular_grpo import run_plan, train_tabular_grpo  # noqa: E402
+from envsim.simulation.rl_env import Task  # noqa: E402
+from envsim.simulation.tabular_grpo import run_plan, train_tabular_grpo  # noqa: E402
 
 ENV_ID = "online_store-v1"
 START = get_env(ENV_ID).sample_state(0)
@@ -108,7 +108,7 @@ def test_trl_environment_factory_contract(simulated):
     """TRL's environment_factory contract: zero-arg class, reset(**columns) -> text, tools = public methods."""
     import inspect
 
-    from envsim.training.openenv_env import trl_environment_factory
+    from envsim.simulation.openenv_env import trl_environment_factory
 
     env_class = get_env(ENV_ID)
     factory = trl_environment_factory(ENV_ID, simulated, task=TASK)
@@ -130,7 +130,7 @@ def test_trl_environment_factory_contract(simulated):
 
 
 def test_trl_environment_factory_tool_subset():
-    from envsim.training.openenv_env import trl_environment_factory
+    from envsim.simulation.openenv_env import trl_environment_factory
 
     factory = trl_environment_factory(ENV_ID, tools=["restock_product"], task=TASK)
     assert {n for n in vars(factory) if not n.startswith("_")} == {"reset", "get_reward", "restock_product"}
@@ -141,7 +141,7 @@ def test_trl_environment_factory_tool_subset():
 def test_trl_tool_schemas_equal_ours():
     """transformers' ``get_json_schema`` (what TRL uses) on the factory's tools gives our tool schemas (less defaults)."""
     utils = pytest.importorskip("transformers.utils", reason="needs transformers (TRL environment)")
-    from envsim.training.openenv_env import trl_environment_factory
+    from envsim.simulation.openenv_env import trl_environment_factory
 
     factory = trl_environment_factory(ENV_ID)
     for schema in get_env(ENV_ID).tool_schemas():
