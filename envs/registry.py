@@ -19,7 +19,7 @@ from envsim.envs.base import Environment
 BUILTIN_PACKAGE = "envsim.envs.library"
 ENTRY_POINT_GROUP = "envsim.envs"
 #: Namespaced ids resolved on use (``bfcl/GorillaFileSystem``): prefix -> ``"module:function(name)"``.
-NAMESPACES = {"bfcl": "envsim.envs.adapters.bfcl:bfcl_env"}
+NAMESPACES = {"bfcl": "envsim.envs.adapters.bfcl:bfcl_env", "tau": "envsim.envs.adapters.tau:tau_env"}
 
 
 class UnknownEnvironment(KeyError):

@@ -90,7 +90,11 @@ def _is_constant(obj: Any) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def tool_code(cls: type, tool_name: str) -> str:
-    """Source of the tool method plus the methods and helper functions it calls, followed transitively."""
+    """Source of the tool method plus the methods and helper functions it calls, followed transitively
+    (adapters that declare per-tool sources, such as τ-bench's tool classes, give them as is)."""
+    declared = cls.__dict__.get("_envsim_tool_sources")
+    if declared and tool_name in declared:
+        return declared[tool_name]
     methods = _method_nodes(cls)
     if tool_name not in methods:
         raise KeyError(f"{cls.__name__} has no method {tool_name!r}")

@@ -35,8 +35,17 @@ class Action:
         return {"name": self.name, "arguments": self.arguments}
 
 
-def is_failure_observation(observation: Any) -> bool:
-    """An error observation: ``{"success": false, ...}`` or, for foreign envs, ``{"error": ...}`` without success."""
+#: Adapter-level rules for foreign envs that report errors as strings: env-id prefix -> error-string prefix
+#: (τ-bench returns ``"Error: order not found"``; see ``envsim.envs.adapters.tau``).
+STRING_ERROR_PREFIXES: dict[str, str] = {"tau/": "Error:"}
+
+
+def is_failure_observation(observation: Any, env: str = "") -> bool:
+    """An error observation: ``{"success": false, ...}``, for foreign envs ``{"error": ...}`` without success,
+    and for envs with a string-error rule (``STRING_ERROR_PREFIXES``) a string starting with their prefix."""
+    if isinstance(observation, str):
+        return any(env.startswith(scope) and observation.startswith(prefix)
+                   for scope, prefix in STRING_ERROR_PREFIXES.items())
     if not isinstance(observation, dict):
         return False
     if "success" in observation:
@@ -44,11 +53,11 @@ def is_failure_observation(observation: Any) -> bool:
     return "error" in observation
 
 
-def outcome_of(observation: Any, delta_size: int) -> Outcome:
-    """``change`` when |Δ| > 0, else ``failure`` for an error observation, else ``no_change``."""
+def outcome_of(observation: Any, delta_size: int, env: str = "") -> Outcome:
+    """``change`` when |Δ| > 0, else ``failure`` for an error observation (of environment ``env``), else ``no_change``."""
     if delta_size > 0:
         return "change"
-    return "failure" if is_failure_observation(observation) else "no_change"
+    return "failure" if is_failure_observation(observation, env) else "no_change"
 
 
 def stratum_of(outcome: Outcome, delta_size: int) -> str:
@@ -87,7 +96,7 @@ class Transition:
     @property
     def outcome(self) -> Outcome:
         """failure / no_change / change."""
-        return outcome_of(self.observation, self.delta_size)
+        return outcome_of(self.observation, self.delta_size, self.env)
 
     @property
     def stratum(self) -> str:

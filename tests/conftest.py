@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+#: τ-bench's airline/retail subset for tests and CI (read in place, never copied): ../shared/third_party/tau-bench
+TAU_BENCH_PATH = Path(__file__).resolve().parents[2] / "shared" / "third_party" / "tau-bench"
+os.environ.setdefault("ENVSIM_TAU_BENCH", str(TAU_BENCH_PATH))
 
 from envsim.construction.composition import Spec, stratified_sample
 from envsim.construction.pipeline import build_pool, write_jsonl
