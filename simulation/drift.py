@@ -6,6 +6,9 @@ steps with a true change (``by_step[k]["cm_changed"]``, over ``n_changed`` steps
 episodes whose first ``k`` steps changed the true state at least once (``cm_at_k_changed``, over
 ``cm_at_k_changed_n`` episodes). A rate over an empty group is ``None``. Episodes with ``status`` other than
 ``scored`` (infrastructure failures) are counted apart and left out of every figure.
+
+Fallback steps (the simulator gave no usable answer; ``simulation.simulated``) are never matches: they
+count as misses in every figure, and their number, rate and reasons head the report.
 """
 
 from __future__ import annotations
@@ -64,6 +67,17 @@ def _histogram(episodes: Sequence[dict[str, Any]], horizon: int) -> dict[str, in
     return {**{str(k): counts.get(k - 1, 0) for k in range(1, last + 1)}, "never": counts.get(None, 0)}
 
 
+def fallback_counts(episodes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Fallback steps over ``episodes``: ``steps``, ``fallback_steps``, ``fallback_rate`` (0.0 with no step),
+    ``fallback_episodes`` and ``fallback_reasons`` (reason -> steps, most common first)."""
+    steps = [s for e in episodes for s in e["steps"]]
+    fallbacks = [s for s in steps if s.get("fallback")]
+    return {"steps": len(steps), "fallback_steps": len(fallbacks),
+            "fallback_rate": round(len(fallbacks) / len(steps), 4) if steps else 0.0,
+            "fallback_episodes": sum(any(s.get("fallback") for s in e["steps"]) for e in episodes),
+            "fallback_reasons": reason_counts({"reason": s.get("reason") or "no answer"} for s in fallbacks)}
+
+
 def drift_report(episodes: Sequence[dict[str, Any]], horizon: int) -> dict[str, Any]:
     """Aggregate shadow-mode episodes (each with ``steps`` carrying ``fm``/``cm``/``true_delta_size`` and
     ``first_divergence``); see the module docstring.
@@ -99,6 +113,7 @@ def drift_report(episodes: Sequence[dict[str, Any]], horizon: int) -> dict[str, 
         "first_divergence_histogram": _histogram(scored, horizon),
         "diverged_episodes": sum(f is not None for f in first),
         "first_step_unchanged": sum(e.get("first_step_changes_state") is False for e in scored),
+        **fallback_counts(scored),
     }
 
 
@@ -110,8 +125,14 @@ def _pct(rate: float | None, n: int) -> str:
 def drift_markdown(report: dict[str, Any], title: str) -> str:
     """The drift report as Markdown (empty groups shown as a dash)."""
     scored = report.get("scored", report["episodes"])
-    lines = [f"# Drift: {title}", "",
-             f"{scored} episodes scored, horizon {report['horizon']}; mean steps before divergence "
+    lines = [f"# Drift: {title}", ""]
+    if report.get("fallback_steps"):
+        reasons = "; ".join(f"{r} ({n})" for r, n in report["fallback_reasons"].items())
+        lines += [f"**{report['fallback_steps']} of {report['steps']} steps "
+                  f"({100 * report['fallback_rate']:.1f}%) in {report['fallback_episodes']} episodes are fallback "
+                  f"steps**: the simulator gave no usable answer, the step got an error observation and the state "
+                  f"was left unchanged. They count as misses in every figure below. Reasons: {reasons}.", ""]
+    lines += [f"{scored} episodes scored, horizon {report['horizon']}; mean steps before divergence "
              f"{report['mean_steps_before_divergence'] if scored else DASH}; "
              f"{report['diverged_episodes']} episodes diverged."]
     if report.get("infra_failures"):

@@ -1,15 +1,21 @@
-"""Roll out agents in simulated environments; write ShareGPT trajectories, a drift report and costs."""
+"""Roll out agents in simulated environments; write ShareGPT trajectories, a drift report and costs.
+
+A trajectory with a fallback step (the simulator gave no usable answer) is marked (``fallback_steps``)
+and written to ``fallback_trajectories.jsonl``, not to the training file ``trajectories.jsonl``, unless
+``include_fallbacks`` is set; ``steps.jsonl`` keeps every step either way.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from envsim.envs.base import Environment
 from envsim.records import Action
-from envsim.simulation.drift import drift_markdown, drift_report, is_scored, plot_drift
-from envsim.simulation.simulated import SimulatedEnvironment
+from envsim.simulation.drift import drift_markdown, drift_report, fallback_counts, is_scored, plot_drift
+from envsim.simulation.simulated import EnvSpec, SimulatedEnvironment
 
 AGENT_SYSTEM = ("You are an agent operating a tool environment. Call one tool at a time; the results of your "
                 "calls are returned to you. Stop calling tools when the task is done.")
@@ -42,6 +48,7 @@ async def run_episode(env: SimulatedEnvironment, agent: Any, seed: int, steps: i
                      {"role": "tool", "tool_call_id": call_id, "content": json.dumps(observation)}]
     return {
         "env": env.spec.env_id, "seed": seed,
+        "fallback_steps": sum(s.fallback for s in env.history),
         "conversations": conversation,
         "tools": json.dumps(tools, ensure_ascii=False),
         "final_state": env.state,
@@ -50,17 +57,33 @@ async def run_episode(env: SimulatedEnvironment, agent: Any, seed: int, steps: i
     }
 
 
+def _fallbacks_in(episode: dict[str, Any]) -> int:
+    """Fallback steps of an episode (rows written before the count existed: counted from its steps)."""
+    return episode.get("fallback_steps", sum(bool(s.get("fallback")) for s in episode["steps"]))
+
+
+def _write_trajectories(path: Path, episodes: Sequence[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for e in episodes:
+            handle.write(json.dumps({"conversations": e["conversations"], "tools": e["tools"], "env": e["env"],
+                                     "seed": e["seed"], "fallback_steps": _fallbacks_in(e)},
+                                    ensure_ascii=False) + "\n")
+
+
 def write_outputs(episodes: Sequence[dict[str, Any]], out: Path, *, horizon: int, shadow: bool, stats: dict[str, Any],
-                  title: str) -> dict[str, Any]:
-    """Write ``trajectories.jsonl`` (ShareGPT with tool calls), ``steps.jsonl``, costs and, in shadow mode,
-    ``drift.json`` / ``drift.md`` / ``drift.png``. Returns the drift report (or ``{}``). Episodes that are
-    not scored (infrastructure failures) are left out of the trajectories and steps, and counted apart."""
+                  title: str, include_fallbacks: bool = False) -> dict[str, Any]:
+    """Write ``trajectories.jsonl`` (ShareGPT with tool calls; each row marked with its ``fallback_steps``),
+    ``steps.jsonl``, costs and, in shadow mode, ``drift.json`` / ``drift.md`` / ``drift.png``. Returns the
+    drift report (or ``{}``). Episodes that are not scored (infrastructure failures) are left out of the
+    trajectories and steps, and counted apart. Episodes with a fallback step go to
+    ``fallback_trajectories.jsonl`` instead of the training file unless ``include_fallbacks``."""
     out.mkdir(parents=True, exist_ok=True)
     scored = [e for e in episodes if is_scored(e)]
-    with (out / "trajectories.jsonl").open("w", encoding="utf-8") as handle:
-        for e in scored:
-            handle.write(json.dumps({"conversations": e["conversations"], "tools": e["tools"], "env": e["env"],
-                                     "seed": e["seed"]}, ensure_ascii=False) + "\n")
+    clean = [e for e in scored if include_fallbacks or not _fallbacks_in(e)]
+    _write_trajectories(out / "trajectories.jsonl", clean)
+    held_out = [e for e in scored if not include_fallbacks and _fallbacks_in(e)]
+    if held_out or (out / "fallback_trajectories.jsonl").exists():
+        _write_trajectories(out / "fallback_trajectories.jsonl", held_out)
     with (out / "steps.jsonl").open("w", encoding="utf-8") as handle:
         for e in scored:
             for step in e["steps"]:
@@ -91,6 +114,70 @@ def cost_summary(envs: Sequence[SimulatedEnvironment], price_in: float, price_ou
         "price_in_per_mtok": price_in, "price_out_per_mtok": price_out,
         "cost": round(sum(e.stats.cost(price_in, price_out) for e in envs), 6),
     }
+
+
+BUILT_IN_SIMULATORS = ("null", "oracle")
+
+
+def unknown_simulator_hint(simulator: str, urls: Sequence[str]) -> str | None:
+    """An error message when ``simulator`` without any endpoint URL looks like a misspelt built-in
+    (``nul``, ``Oracle``); ``None`` otherwise (the preflight judges every other name)."""
+    import difflib
+
+    if urls or simulator in BUILT_IN_SIMULATORS:
+        return None
+    close = difflib.get_close_matches(simulator.lower(), BUILT_IN_SIMULATORS, n=1, cutoff=0.6)
+    if not close:
+        return None
+    return (f"unknown simulator {simulator!r} and no --base-url: did you mean {close[0]!r}? The built-in simulators "
+            f"are {', '.join(BUILT_IN_SIMULATORS)}; any other name is a model at --base-url.")
+
+
+@dataclass
+class SimulationRun:
+    """What ``simulate`` produced: the episodes, costs (``stats``), fallback figures and the drift report
+    (``{}`` without shadow mode)."""
+
+    episodes: list[dict[str, Any]]
+    stats: dict[str, Any]
+    fallbacks: dict[str, Any]
+    drift: dict[str, Any] = field(default_factory=dict)
+
+    def fallback_rate_exceeds(self, max_rate: float) -> bool:
+        """Whether the share of fallback steps is above ``max_rate`` (0 = any fallback step is too many)."""
+        return self.fallbacks["fallback_rate"] > max_rate
+
+
+async def simulate(env_classes: Sequence[type[Environment]], provider: Any, out: Path, *, episodes: int, steps: int,
+                   seed: int = 0, agent: str = "explorer", agent_base_url: str | None = None, shadow: bool = True,
+                   prompt_mode: str = "mdp", prompt_version: str = "2", max_attempts: int = 3,
+                   price_in: float = 0.0, price_out: float = 0.0, include_fallbacks: bool = False,
+                   title: str | None = None) -> SimulationRun:
+    """Roll ``episodes`` episodes of ``steps`` calls per environment class in environments simulated by
+    ``provider``, write the outputs under ``out`` (see ``write_outputs``) and return them. The provider is
+    closed at the end."""
+    from envsim.simulation.agents import ExplorerAgent, LLMAgent
+
+    results, envs = [], []
+    try:
+        for cls in env_classes:
+            for i in range(episodes):
+                env = SimulatedEnvironment(EnvSpec.from_class(cls), provider, prompt_mode=prompt_mode,
+                                           max_attempts=max_attempts, shadow=shadow, prompt_version=prompt_version)
+                envs.append(env)
+                policy = ExplorerAgent(cls, seed + i) if agent == "explorer" else LLMAgent(agent, agent_base_url)
+                results.append(await run_episode(env, policy, seed + i, steps))
+    finally:
+        close = getattr(provider, "aclose", None)
+        if close is not None:
+            await close()
+    stats = cost_summary(envs, price_in, price_out)
+    if hasattr(provider, "endpoint_report"):
+        stats["endpoints"] = provider.endpoint_report()
+    title = title or f"{getattr(provider, 'name', 'simulator')} on {len(env_classes)} environment(s)"
+    drift = write_outputs(results, out, horizon=steps, shadow=shadow, stats=stats, title=title,
+                          include_fallbacks=include_fallbacks)
+    return SimulationRun(results, stats, fallback_counts(results), drift)
 
 
 TaskCheck = Callable[[dict[str, Any]], bool]

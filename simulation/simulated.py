@@ -10,7 +10,9 @@ apply) is retried up to ``max_attempts`` times; then the documented fallback pol
 
 In shadow mode a runnable implementation is stepped alongside from the same initial state with
 the same actions, and every step records FM/CM against it and the first step where the tracked
-state diverges from the true one.
+state diverges from the true one. A fallback step is never a match: its FM and CM are False and it
+counts as a divergence (the simulator gave no answer), even where the unchanged tracked state happens
+to equal the true one.
 """
 
 from __future__ import annotations
@@ -220,8 +222,8 @@ class SimulatedEnvironment:
         self.true_state = truth.next_state
         step.true_observation = truth.observation
         step.true_delta_size = truth.delta_size
-        step.fm = same_json(step.observation, truth.observation)
-        step.cm = same_json(self.state, truth.next_state)
+        step.fm = not step.fallback and same_json(step.observation, truth.observation)
+        step.cm = not step.fallback and same_json(self.state, truth.next_state)
         step.diverged = not step.cm
         if step.diverged and self.first_divergence is None:
             self.first_divergence = step.index

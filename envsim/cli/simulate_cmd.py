@@ -33,53 +33,67 @@ import click
               help="Simulator attempts per step before the fallback policy (error observation, state unchanged).")
 @click.option("--price-in", type=float, default=0.0, show_default=True, help="Price per 1M prompt tokens.")
 @click.option("--price-out", type=float, default=0.0, show_default=True, help="Price per 1M completion tokens.")
+@click.option("--api-key", envvar="OPENAI_API_KEY", show_envvar=True, default=None,
+              help="API key of the simulator endpoint (never written to disk). Local servers need none.")
+@click.option("--preflight/--no-preflight", default=True, show_default=True,
+              help="Before the run, check the key/URL and send one tiny request to the simulator (as 'envsim eval').")
+@click.option("--max-fallback-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
+              help="Exit with code 3 when more than this share of steps are fallback steps (the simulator gave no "
+                   "usable answer); 0 = any fallback step fails the run. Outputs are written either way.")
+@click.option("--include-fallbacks", is_flag=True,
+              help="Keep trajectories with fallback steps in trajectories.jsonl (marked with fallback_steps) "
+                   "instead of fallback_trajectories.jsonl.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
 def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, ...], agent: str,
                  agent_base_url: str | None, episodes: int, steps: int, seed: int, shadow: bool, prompt_mode: str,
                  max_attempts: int, price_in: float, price_out: float, out: Path,
-                 base_url_file: Path | None = None, prompt_version: str = "2") -> None:
-    """Write trajectories (ShareGPT with tool calls), per-step records, costs and (shadow) a drift report."""
+                 base_url_file: Path | None = None, prompt_version: str = "2", api_key: str | None = None,
+                 preflight: bool = True, max_fallback_rate: float = 0.0, include_fallbacks: bool = False) -> None:
+    """Write trajectories (ShareGPT with tool calls), per-step records, costs and (shadow) a drift report.
+
+    Exit codes (as 'envsim eval'): 0 done within --max-fallback-rate; 1 stopped before the run (unknown
+    environment or simulator, failed preflight); 2 usage error; 3 done, but more fallback steps than
+    --max-fallback-rate (outputs kept)."""
+    from envsim.cli.eval_cmd import endpoint_urls, make_endpoint_provider, run_preflight_or_stop
+    from envsim.cli.eval_outcome import EXIT_TOO_FEW_SCORED, top_reasons
     from envsim.envs.registry import UnknownEnvironment, get_env
-    from envsim.simulation.agents import ExplorerAgent, LLMAgent
-    from envsim.simulation.simulate import cost_summary, run_episode, write_outputs
-    from envsim.simulation.simulated import EnvSpec, SimulatedEnvironment
+    from envsim.evaluation.runner import RetryPolicy
+    from envsim.simulation.simulate import simulate, unknown_simulator_hint
 
     try:
         classes = [get_env(e) for e in env_ids]
     except UnknownEnvironment as exc:
         raise click.ClickException(str(exc)) from None
-    from envsim.cli.eval_cmd import endpoint_urls, make_endpoint_provider
-
-    provider = make_endpoint_provider(simulator, endpoint_urls(base_url, base_url_file))
-
-    async def main() -> tuple[list[dict], list[SimulatedEnvironment]]:
-        results, envs = [], []
-        try:
-            for cls in classes:
-                for i in range(episodes):
-                    env = SimulatedEnvironment(EnvSpec.from_class(cls), provider, prompt_mode=prompt_mode,
-                                               max_attempts=max_attempts, shadow=shadow,
-                                               prompt_version=prompt_version)
-                    envs.append(env)
-                    policy = ExplorerAgent(cls, seed + i) if agent == "explorer" else LLMAgent(agent, agent_base_url)
-                    results.append(await run_episode(env, policy, seed + i, steps))
-        finally:
-            close = getattr(provider, "aclose", None)
-            if close is not None:
-                await close()
-        return results, envs
-
-    episodes_out, envs = asyncio.run(main())
-    stats = cost_summary(envs, price_in, price_out)
-    if hasattr(provider, "endpoint_report"):
+    urls = endpoint_urls(base_url, base_url_file)
+    hint = unknown_simulator_hint(simulator, urls)
+    if hint:
+        raise click.ClickException(hint)
+    provider = make_endpoint_provider(simulator, urls, api_key=api_key)
+    if preflight:
+        run_preflight_or_stop(simulator, provider, urls, api_key, RetryPolicy())
+    run = asyncio.run(simulate(classes, provider, out, episodes=episodes, steps=steps, seed=seed, agent=agent,
+                               agent_base_url=agent_base_url, shadow=shadow, prompt_mode=prompt_mode,
+                               prompt_version=prompt_version, max_attempts=max_attempts, price_in=price_in,
+                               price_out=price_out, include_fallbacks=include_fallbacks,
+                               title=f"{simulator} on {len(classes)} environment(s)"))
+    if "endpoints" in run.stats:
         from envsim.evaluation.fleet import format_endpoints
 
-        stats["endpoints"] = provider.endpoint_report()
-        click.echo(format_endpoints(stats["endpoints"]))
-    report = write_outputs(episodes_out, out, horizon=steps, shadow=shadow, stats=stats,
-                           title=f"{simulator} on {len(classes)} environment(s)")
-    click.echo(f"{len(episodes_out)} episodes, {stats['steps']} steps, {stats['fallback_steps']} fallback steps, "
-               f"cost {stats['cost']:.4f} -> {out}")
-    if report:
-        click.echo(f"diverged episodes: {report['diverged_episodes']}/{report['episodes']}; mean steps before "
-                   f"divergence {report['mean_steps_before_divergence']}; CM@k " + json.dumps(report["cm_at_k"]))
+        click.echo(format_endpoints(run.stats["endpoints"]))
+    fb = run.fallbacks
+    click.echo(f"{len(run.episodes)} episodes, {run.stats['steps']} steps, {fb['fallback_steps']} fallback steps "
+               f"({100 * fb['fallback_rate']:.1f}%), cost {run.stats['cost']:.4f} -> {out}")
+    if fb["fallback_steps"]:
+        kept = "kept in trajectories.jsonl (marked)" if include_fallbacks else \
+            "left out of trajectories.jsonl (see fallback_trajectories.jsonl)"
+        click.echo(f"{fb['fallback_steps']} fallback steps in {fb['fallback_episodes']} episodes, counted as misses; "
+                   f"their trajectories are {kept}:", err=True)
+        for line in top_reasons(fb["fallback_reasons"]):
+            click.echo(f"  {line}", err=True)
+    if run.drift:
+        click.echo(f"diverged episodes: {run.drift['diverged_episodes']}/{run.drift['episodes']}; mean steps before "
+                   f"divergence {run.drift['mean_steps_before_divergence']}; CM@k " + json.dumps(run.drift["cm_at_k"]))
+    if run.fallback_rate_exceeds(max_fallback_rate):
+        click.echo(f"error: {100 * fb['fallback_rate']:.1f}% of steps are fallback steps, above --max-fallback-rate "
+                   f"{max_fallback_rate:g}; exit code {EXIT_TOO_FEW_SCORED}", err=True)
+        raise click.exceptions.Exit(EXIT_TOO_FEW_SCORED)

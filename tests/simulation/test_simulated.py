@@ -68,7 +68,7 @@ def test_simulate_cli_against_local_server_with_corrupt_outputs(tmp_path):
         bad = runner.invoke(main, ["simulate", "--env", "online_store-v1", "--simulator", "corrupt",
                                    "--base-url", server.base_url, "--episodes", "1", "--steps", "3",
                                    "--max-attempts", "2", "--out", str(tmp_path / "bad")])
-        assert bad.exit_code == 0, bad.output
+        assert bad.exit_code == 3, bad.output      # every step a fallback: above the default --max-fallback-rate 0
     ok = tmp_path / "ok"
     for name in ("trajectories.jsonl", "steps.jsonl", "stats.json", "drift.json", "drift.md", "drift.png"):
         assert (ok / name).exists(), name
