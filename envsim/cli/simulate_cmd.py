@@ -8,6 +8,25 @@ from pathlib import Path
 
 import click
 
+from envsim.cli.env_module_option import env_module_option, trust_command_line_env
+
+
+def _preflight(simulator: str, provider: object, urls: list[str], api_key: str | None, policy: object) -> None:
+    """``evaluation.preflight`` for the simulator: a line per endpoint on stderr; a failure stops the command
+    (exit 1) before any episode starts and before --out is touched."""
+    from envsim.evaluation.preflight import PreflightFailed, preflight
+
+    try:
+        checks = preflight(simulator, provider, urls, api_key, policy)
+    except PreflightFailed as exc:
+        raise click.ClickException(str(exc).replace("Check --model,", "Check --simulator,")) from None
+    for check in checks:
+        if check.ok:
+            click.echo(f"preflight: {check.url} answered in {check.latency_s:.2f} s", err=True)
+        else:
+            click.echo(f"warning: preflight: {check.detail} (the run goes on with the endpoints that answered)",
+                       err=True)
+
 
 @click.command("simulate")
 @click.option("--env", "env_ids", multiple=True, required=True, help="Environment id (repeatable).")
@@ -44,6 +63,7 @@ import click
               help="Keep trajectories with fallback steps in trajectories.jsonl (marked with fallback_steps) "
                    "instead of fallback_trajectories.jsonl.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+@env_module_option
 def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, ...], agent: str,
                  agent_base_url: str | None, episodes: int, steps: int, seed: int, shadow: bool, prompt_mode: str,
                  max_attempts: int, price_in: float, price_out: float, out: Path,
@@ -54,13 +74,15 @@ def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, 
     Exit codes (as 'envsim eval'): 0 done within --max-fallback-rate; 1 stopped before the run (unknown
     environment or simulator, failed preflight); 2 usage error; 3 done, but more fallback steps than
     --max-fallback-rate (outputs kept)."""
-    from envsim.cli.eval_cmd import endpoint_urls, make_endpoint_provider, run_preflight_or_stop
+    from envsim.cli.eval_cmd import endpoint_urls, make_endpoint_provider
     from envsim.cli.eval_outcome import EXIT_TOO_FEW_SCORED, top_reasons
     from envsim.envs.registry import UnknownEnvironment, get_env
     from envsim.evaluation.runner import RetryPolicy
     from envsim.simulation.simulate import simulate, unknown_simulator_hint
 
     try:
+        for env_id in env_ids:
+            trust_command_line_env(env_id)
         classes = [get_env(e) for e in env_ids]
     except UnknownEnvironment as exc:
         raise click.ClickException(str(exc)) from None
@@ -70,7 +92,7 @@ def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, 
         raise click.ClickException(hint)
     provider = make_endpoint_provider(simulator, urls, api_key=api_key)
     if preflight:
-        run_preflight_or_stop(simulator, provider, urls, api_key, RetryPolicy())
+        _preflight(simulator, provider, urls, api_key, RetryPolicy())
     run = asyncio.run(simulate(classes, provider, out, episodes=episodes, steps=steps, seed=seed, agent=agent,
                                agent_base_url=agent_base_url, shadow=shadow, prompt_mode=prompt_mode,
                                prompt_version=prompt_version, max_attempts=max_attempts, price_in=price_in,
