@@ -3,7 +3,9 @@
 A benchmark file can come from anywhere (``--benchmark PATH``). Every problem is reported as
 ``BenchmarkFileError("file:line: what is wrong")`` before a single request is sent: bytes that are
 not UTF-8, a line that is not strict JSON (NaN, an integer longer than Python reads, nesting deeper
-than ``MAX_DEPTH``), a line that is not an object, a missing or mistyped field, a duplicate id.
+than ``MAX_DEPTH``), a line that is not an object, a missing or mistyped field, a duplicate id, an
+``env`` that would import code (``module:Class`` of a module the user did not trust, an unknown namespace:
+a benchmark file is data, see ``envsim.envs.trust``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from envsim.envs.registry import refusal as env_refusal
 from envsim.jsonsafe import MAX_DEPTH, JSONLimitError, loads
 from envsim.records import STRATA
 
@@ -48,6 +51,9 @@ def record_problem(record: Any) -> str | None:
             value = record.get(name, _MISSING)
             got = "missing" if value is _MISSING else f"got {type(value).__name__} {_short(value)}"
             return f"field {name!r} must be {expected} ({got})"
+    refused = env_refusal(record["env"])
+    if refused:
+        return refused
     action = record["action"]
     if not isinstance(action.get("name"), str) or not isinstance(action.get("arguments", {}), dict):
         return "field 'action' must be {\"name\": string, \"arguments\": object}"

@@ -1,7 +1,9 @@
 """Registry of environments: built-ins discovered under ``envsim.envs.library``, plugins via entry points.
 
 Ids look like ``online_store-v1``. Built-in modules are imported on first use; third-party
-packages register ``"id" = "module:Class"`` under the ``envsim.envs`` entry-point group.
+packages register ``"id" = "module:Class"`` under the ``envsim.envs`` entry-point group. Modules the
+user trusts (``--env-module``, ``envsim.envs.trust``) add their ``Environment`` subclasses under their ids.
+``get_env`` resolves ``module:Class`` only for trusted modules: an id read from a file never imports code.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 
 from envsim.envs.base import Environment
+from envsim.envs.trust import env_refusal, user_trusted_modules
 
 BUILTIN_PACKAGE = "envsim.envs.library"
 ENTRY_POINT_GROUP = "envsim.envs"
 #: Namespaced ids resolved on use (``bfcl/GorillaFileSystem``): prefix -> ``"module:function(name)"``.
 NAMESPACES = {"bfcl": "envsim.envs.adapters.bfcl:bfcl_env", "tau": "envsim.envs.adapters.tau:tau_env"}
+#: A foreign track registers itself with one entry above (or, from another package, under ``envsim.namespaces``).
+NAMESPACE_ENTRY_POINT_GROUP = "envsim.namespaces"
 
 
 class UnknownEnvironment(KeyError):
@@ -27,6 +32,23 @@ class UnknownEnvironment(KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown environment"
+
+
+class UntrustedEnvironment(UnknownEnvironment):
+    """An id that would import code nobody trusted (``urllib.request:URLopener`` in a benchmark file)."""
+
+
+def namespaces() -> dict[str, str]:
+    """Namespace prefix -> ``"module:function"`` of every foreign track: EnvSim's own, then entry-point plugins."""
+    found = dict(NAMESPACES)
+    for ep in entry_points(group=NAMESPACE_ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep.value)
+    return found
+
+
+def refusal(env_id: str) -> str | None:
+    """Why ``env_id`` may not be resolved (it would import untrusted code), or ``None``; imports nothing."""
+    return env_refusal(env_id, frozenset(namespaces()))
 
 
 @dataclass(frozen=True)
@@ -64,9 +86,21 @@ def _builtin_classes() -> list[type[Environment]]:
     return classes
 
 
-@lru_cache(maxsize=1)
+def _module_classes(module_name: str) -> list[type[Environment]]:
+    """``Environment`` subclasses with tools defined in a trusted module (imported here: the user's own code)."""
+    module = importlib.import_module(module_name)
+    return [obj for _, obj in inspect.getmembers(module, inspect.isclass)
+            if issubclass(obj, Environment) and obj.__module__ == module.__name__ and obj.tool_specs()]
+
+
 def registry() -> dict[str, EnvEntry]:
-    """All environments by id: built-ins, then entry-point plugins (duplicates are an error)."""
+    """All environments by id: built-ins, entry-point plugins, then classes of trusted modules (duplicates are
+    an error)."""
+    return _registry(user_trusted_modules())
+
+
+@lru_cache(maxsize=4)
+def _registry(trusted: tuple[str, ...]) -> dict[str, EnvEntry]:
     entries: dict[str, EnvEntry] = {}
     for cls in _builtin_classes():
         env_id = cls.env_id()
@@ -78,7 +112,17 @@ def registry() -> dict[str, EnvEntry]:
         if ep.name in entries:
             raise RuntimeError(f"plugin environment {ep.name!r} clashes with an existing id")
         entries[ep.name] = EnvEntry(ep.name, cls.env_domain(), cls, builtin=False)
+    for module_name in trusted:
+        for cls in _module_classes(module_name):
+            known = entries.get(cls.env_id())
+            if known is not None and known.cls is not cls:
+                raise RuntimeError(f"environment {cls.env_id()!r} of trusted module {module_name!r} clashes with "
+                                   f"{known.cls.__module__}:{known.cls.__qualname__} (give it another 'name')")
+            entries[cls.env_id()] = EnvEntry(cls.env_id(), cls.env_domain(), cls, builtin=False)
     return dict(sorted(entries.items()))
+
+
+registry.cache_clear = _registry.cache_clear  # type: ignore[attr-defined]
 
 
 def list_envs(domain: str | None = None) -> list[EnvEntry]:
@@ -97,20 +141,28 @@ def resolve_target(target: str) -> type[Environment]:
 def _resolved(env_id: str) -> type[Environment]:
     """Namespaced ids and ``module:Class`` targets, wrapped once per process (one class per id)."""
     prefix, _, rest = env_id.partition("/")
-    if prefix in NAMESPACES and rest:
-        module_name, _, function = NAMESPACES[prefix].partition(":")
+    known = namespaces()
+    if prefix in known and rest:
+        module_name, _, function = known[prefix].partition(":")
         return getattr(importlib.import_module(module_name), function)(rest)
     return resolve_target(env_id)
 
 
 def get_env(env_id: str) -> type[Environment]:
-    """The class registered under ``env_id``; also accepts ``module:Class`` (foreign classes are wrapped)
-    and namespaced ids such as ``bfcl/GorillaFileSystem``. Suggests close ids on a miss."""
-    if ":" in env_id or env_id.partition("/")[0] in NAMESPACES:
+    """The class registered under ``env_id``; also accepts ``module:Class`` of a trusted module (foreign classes
+    are wrapped) and namespaced ids such as ``bfcl/GorillaFileSystem``. Suggests close ids on a miss.
+
+    Raises ``UntrustedEnvironment`` (an ``UnknownEnvironment``) before importing anything when the id names a
+    module nobody trusted (see ``envsim.envs.trust``)."""
+    problem = refusal(env_id)
+    if problem:
+        raise UntrustedEnvironment(problem)
+    if ":" in env_id or "/" in env_id:
         return _resolved(env_id)
     entries = registry()
     if env_id in entries:
         return entries[env_id].cls
     close = difflib.get_close_matches(env_id, list(entries), n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    hint = (f"; did you mean {', '.join(close)}?" if close else "") + (
+        " (an environment of your own needs --env-module MODULE, the module that defines it)")
     raise UnknownEnvironment(f"unknown environment {env_id!r}{hint}")

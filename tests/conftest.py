@@ -34,6 +34,15 @@ def small_benchmark(tmp_path_factory, small_records) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _forget_trusted_modules():
+    """Modules trusted in one test (``--env-module``, ``--env module:Class``) are not trusted in the next."""
+    yield
+    from envsim.envs.trust import forget_trusted
+
+    forget_trusted()
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Where a confinement layer is missing, run the untrusted-adapter tests unconfined, and say so.
 

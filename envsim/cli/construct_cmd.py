@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from envsim.cli.env_module_option import env_module_option, trust_command_line_env
 from envsim.progress import progress_option
 
 
@@ -49,6 +50,7 @@ from envsim.progress import progress_option
 @click.option("--agent-model", default=None, help="Agent model name (with --policy llm).")
 @click.option("--agent-base-url", default=None, help="OpenAI-compatible endpoint of the agent model.")
 @progress_option
+@env_module_option
 @click.option("--format", "fmt", type=click.Choice(["envsim", "envsimbench"]), default="envsim", show_default=True,
               help="envsimbench: the original EnvSimBench layout (one JSON list), readable by its evaluation script.")
 def construct_cmd(split: str, version: str, spec: str, pool_size: int | None, seed: int, episodes: int, steps: int,
@@ -234,6 +236,7 @@ def _given_envs(given: tuple[str, ...], split: str, domains: dict[str, str]) -> 
     env_ids = []
     for env_id in given:
         try:
+            trust_command_line_env(env_id)
             cls = get_env(env_id)
         except (UnknownEnvironment, ImportError, AttributeError, TypeError, ValueError) as exc:
             raise click.ClickException(f"--env {env_id}: {exc}") from None

@@ -100,7 +100,10 @@ def show_cmd(env_id: str, seed: int, as_json: bool) -> None:
     from envsim.envs.registry import UnknownEnvironment, get_env
     from envsim.envs.source import env_version
 
+    from envsim.envs.trust import trust_target
+
     try:
+        trust_target(env_id)  # typed on the command line: the user's own choice
         cls = get_env(env_id)
     except (UnknownEnvironment, ImportError, AttributeError, TypeError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None

@@ -280,8 +280,10 @@ def test_no_tools_is_a_clear_error():
 
 def test_module_class_ids_resolve_once_and_records_carry_the_origin():
     from envsim.envs.registry import get_env
+    from envsim.envs.trust import trust_module
 
     target = "tests.fixtures.foreign_envs:TicketDesk"
+    trust_module("tests.fixtures")  # module:Class ids resolve only for modules the user trusts
     env = get_env(target)
     assert get_env(target) is env and env.env_id() == target
     t = execute(env, env.sample_state(0), {"name": "get_ticket", "arguments": {"ticket_id": "1"}})
@@ -361,8 +363,8 @@ def test_replayed_foreign_logs_start_from_normalised_states_and_stay_out_of_trai
     log = tmp_path / "log.jsonl"
     log.write_text(json.dumps({"env": "tests.fixtures.stateful_foreign:InboxEnv", "state": sf.INBOX_SCENARIO,
                                "actions": [{"name": "read", "arguments": {"message_id": 3}}]}) + "\n")
-    result, rows = _construct(["--split", "test", "--policy", "replay", "--replay-log", str(log), "--pool", "5"],
-                              tmp_path)
+    result, rows = _construct(["--split", "test", "--policy", "replay", "--replay-log", str(log), "--pool", "5",
+                               "--env-module", "tests.fixtures.stateful_foreign"], tmp_path)
     assert result.exit_code == 0, result.output
     assert rows[0]["state"]["owner"] == "ann" and rows[0]["delta_size"] == 0   # defaults loaded before step one
     refused, _ = _construct(["--split", "train", "--policy", "replay", "--replay-log", str(log), "--pool", "5"],
