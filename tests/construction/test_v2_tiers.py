@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 
-import click
 import pytest
 
 from envsim.construction.chained import (candidate_episodes, eligible, replay_states, sample_episodes, step_records,
@@ -159,7 +158,8 @@ def test_cm_at_k_counts_only_episodes_long_enough():
 
 
 def test_tier_plan():
-    from envsim.cli.eval_tiers import SINGLE_SPLIT, tier_plan
+    from envsim.evaluation.errors import InvalidOption
+    from envsim.evaluation.tiers import SINGLE_SPLIT, tier_plan
 
     assert tier_plan("v1", None, False) is None
     assert tier_plan("v2", SINGLE_SPLIT, False) is None
@@ -168,7 +168,7 @@ def test_tier_plan():
     plan = tier_plan("v2", None, False)
     assert plan is not None and {"core", "extreme", "long_state", "chained"} <= set(plan)
     assert list(tier_plan("v2", "chained", False)) == ["chained"]
-    with pytest.raises(click.BadParameter, match="unknown tier"):
+    with pytest.raises(InvalidOption, match="unknown tier"):
         tier_plan("v2", "nope", False)
-    with pytest.raises(click.BadParameter, match="no tiers"):
+    with pytest.raises(InvalidOption, match="no tiers"):
         tier_plan("v1", "all", False)

@@ -192,7 +192,7 @@ def test_eval_help_documents_every_option_and_the_exit_codes():
 
 
 def test_report_of_a_tier_with_nothing_scored_reads_dash():
-    from envsim.cli.eval_tiers import tiers_markdown
+    from envsim.evaluation.tiers import tiers_markdown
 
     table = {"core": {"kind": "single", "n": 0, "fm": 0.0, "cm": 0.0, "infra_failures": 400},
              "chained": {"kind": "chained", "n": 0, "steps": 0, "fm": 0.0, "cm": 0.0, "episode_cm": 0.0,

@@ -1,0 +1,67 @@
+"""Console text of an evaluation: the summary table, live rates and the lines about unscored samples.
+
+Shared by the ``envsim eval`` command and the Python API (which prints through callbacks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+TOP_REASONS = 3
+SMALL_N = 10  # groups with fewer samples get their bootstrap interval marked as unreliable
+SMALL_N_NOTE = f"* n < {SMALL_N}: too few samples for the bootstrap interval to mean much"
+
+
+def live_rates(counts: dict[str, int]) -> dict[str, str]:
+    """FM / CM of the samples scored so far, for the progress display ("–" until one is scored)."""
+    if not counts["n"]:
+        return {"FM": "–", "CM": "–"}
+    return {rate.upper(): f"{100 * counts[rate] / counts['n']:.1f}%" for rate in ("fm", "cm")}
+
+
+def top_reasons(reasons: Mapping[str, int] | list[str] | None, limit: int = TOP_REASONS) -> list[str]:
+    """The most common failure reasons as ``"N× reason"`` lines (a plain list is shown as given)."""
+    if not reasons:
+        return []
+    if isinstance(reasons, Mapping):
+        ranked = sorted(reasons.items(), key=lambda kv: -kv[1])[:limit]
+        return [f"{count}× {reason}" for reason, count in ranked]
+    return list(reasons)[:limit]
+
+
+def infra_lines(unscored: int, total: int, reasons: Mapping[str, int] | list[str] | None, unit: str = "samples"
+                ) -> list[str]:
+    """Console lines for the infrastructure failures of a run (none when there are none)."""
+    if not unscored:
+        return []
+    head = (f"no {unit[:-1]} was scored: all {total} failed before an answer could be scored" if unscored >= total
+            else f"{unscored} of {total} {unit} were not scored (infrastructure failures, not counted as wrong)")
+    return [head] + [f"  {line}" for line in top_reasons(reasons)] + [
+        "  a re-run of the same command retries them; the answers already scored are kept"]
+
+
+def format_summary(summary: dict[str, Any], run_dir: Path) -> str:
+    """Console summary: overall and per-stratum rates with 95% intervals (``*`` after n: a small group)."""
+    lines = [f"{summary['model']} on {summary['benchmark']}/{summary['split']} ({summary['prompt_mode']}): "
+             f"{summary['scored']} scored, {summary['infra_failures']} infrastructure failures"]
+    if not summary["scored"]:
+        return "\n".join(lines + ["no figures: no sample was scored", f"run directory: {run_dir}"])
+    lines.append(f"{'group':12} {'n':>4}  {'FM %':>18}  {'CM %':>18}  {'CM-lenient %':>18}  {'CM-original %':>18}")
+    groups = {"overall": summary["overall"], **summary["by_stratum"]}
+    small = False
+    for name, s in groups.items():
+        if not s["n"]:
+            continue
+        cells = []
+        for rate in ("fm", "cm", "cm_lenient", "cm_original"):
+            if rate not in s["ci"]:
+                continue
+            lo, hi = s["ci"][rate]
+            cells.append(f"{100 * s[rate]:5.1f} [{100 * lo:5.1f},{100 * hi:5.1f}]")
+        mark = "*" if s["n"] < SMALL_N else " "
+        small = small or s["n"] < SMALL_N
+        lines.append(f"{name:12} {s['n']:>4}{mark} " + "  ".join(f"{c:>18}" for c in cells))
+    if small:
+        lines.append(SMALL_N_NOTE)
+    lines.append(f"run directory: {run_dir}")
+    return "\n".join(lines)

@@ -1,0 +1,232 @@
+"""One evaluation run of one split: load and limit the benchmark, preflight, lock and prepare the run
+directory, run the samples (or the rollout track), write the reports. Used by ``envsim.evaluate`` for an
+untiered benchmark and for every one-step tier of a tiered one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from envsim.evaluation.console import format_summary, infra_lines, live_rates
+from envsim.evaluation.errors import BenchmarkUnavailable, PreflightStopped, RunDirUnusable, TokenizerMissing
+from envsim.evaluation.eval_options import EvalOptions
+from envsim.evaluation.eval_summary import EvalSummary
+
+
+def slug(text: str) -> str:
+    """``text`` as a directory name (at most 80 characters)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:80] or "run"
+
+
+def evenly_spaced(items: list[Any], limit: int | None) -> list[Any]:
+    """``limit`` items evenly spaced over ``items`` (files are ordered by cell, so every stratum is kept)."""
+    if limit is not None and 0 <= limit < len(items):
+        return [items[i * len(items) // limit] for i in range(limit)]
+    return items
+
+
+def class_sources(records: list[dict[str, Any]]) -> dict[str, str]:
+    """Class source per environment of ``records`` (for ``full-class`` prompts); a failing one is left out
+    (reported per sample as a prompt failure)."""
+    from envsim.envs.registry import get_env
+    from envsim.envs.source import class_source
+
+    sources = {}
+    for env_id in sorted({r["env"] for r in records}):
+        try:
+            sources[env_id] = class_source(get_env(env_id))
+        except Exception:  # noqa: BLE001 - reported per sample as a prompt failure
+            continue
+    return sources
+
+
+def provider_for(options: EvalOptions, urls: list[str]) -> Any:
+    """The endpoint provider (or baseline) of ``options``."""
+    from envsim.evaluation.endpoints import make_endpoint_provider
+
+    return make_endpoint_provider(options.model, urls, log=lambda text: options.echo_err(f"warning: {text}"),
+                                  temperature=options.temperature, max_tokens=options.max_tokens,
+                                  timeout=options.timeout, extra_body=options.extra,
+                                  max_response_bytes=options.max_response_bytes, api_key=options.api_key)
+
+
+def retry_policy(options: EvalOptions) -> Any:
+    """The runner's ``RetryPolicy`` of ``options``."""
+    from envsim.evaluation.runner import RetryPolicy
+
+    return RetryPolicy(timeout=options.timeout, max_retries=options.max_retries)
+
+
+def run_preflight(options: EvalOptions, urls: list[str], provider: Any | None = None) -> None:
+    """The preflight (``evaluation/preflight.py``): a line per endpoint on ``echo_err``; raises
+    ``PreflightStopped`` before any sample is sent when no endpoint answers."""
+    from envsim.evaluation.preflight import PreflightFailed, preflight
+
+    try:
+        checks = preflight(options.model, provider or provider_for(options, urls), urls, options.api_key,
+                           retry_policy(options))
+    except PreflightFailed as exc:
+        raise PreflightStopped(str(exc)) from None
+    for check in checks:
+        if check.ok:
+            options.echo_err(f"preflight: {check.url} answered in {check.latency_s:.2f} s")
+        else:
+            options.echo_err(f"warning: preflight: {check.detail} (the run goes on with the endpoints that answered)")
+
+
+def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) -> Path:
+    """``RUNS_ROOT/<model>-<benchmark>-<split>-<mode>[-pV][-nN][-rollout]``."""
+    from envsim.evaluation.prompts import default_prompt_version
+
+    return options.runs_root / slug(
+        f"{options.model}-{bench_name}-{options.split}-{options.prompt_mode}"
+        + (f"-p{prompt_version}" if prompt_version != default_prompt_version(options.benchmark) else "")
+        + (f"-n{options.limit}" if options.limit else "") + ("-rollout" if options.track == "rollout" else ""))
+
+
+def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSummary:
+    """Evaluate ``options.split`` of ``options.benchmark`` (one-step samples, or the rollout track)."""
+    from envsim.benchmark import benchmark_path, file_digest, load
+    from envsim.evaluation.endpoints import endpoint_urls
+    from envsim.evaluation.prompts import default_prompt_version
+    from envsim.evaluation.runner import (ROLLOUT_VERSION, EvalConfig, RunConfigMismatch, RunDirLocked,
+                                          clear_run_dir, lock_run_dir, prepare_run_dir)
+    from envsim.tokens import TokenizerUnavailable, eval_tokenizer
+
+    urls = endpoint_urls(options.base_urls, options.base_url_file)
+    base_url = ",".join(sorted(urls)) if len(urls) > 1 else (urls[0] if urls else None)
+    try:
+        records = load(options.benchmark, options.split)
+        digest = file_digest(options.benchmark, options.split)
+    except (FileNotFoundError, ValueError) as exc:
+        raise BenchmarkUnavailable(str(exc)) from None
+    records = evenly_spaced(records, options.limit)
+    bench_name = (benchmark_path(options.benchmark, options.split).stem if Path(options.benchmark).is_file()
+                  else options.benchmark)
+    prompt_version = options.prompt_version or default_prompt_version(options.benchmark)
+    try:
+        token_counter, token_warning = eval_tokenizer(options.model, options.tokenizer_dir)
+    except TokenizerUnavailable as exc:
+        raise TokenizerMissing(str(exc)) from None
+    if token_warning:
+        options.echo_err(f"warning: {token_warning}")
+    rollout = options.track == "rollout"
+    config = EvalConfig(model=options.model, benchmark=options.benchmark, split=options.split,
+                        benchmark_sha256=digest, prompt_mode=options.prompt_mode, prompt_version=prompt_version,
+                        base_url=base_url, temperature=options.temperature, max_tokens=options.max_tokens,
+                        extra_body=options.extra, limit=options.limit, track=options.track,
+                        horizon=options.horizon if rollout else 0, episodes=options.episodes if rollout else 0,
+                        rollout_version=ROLLOUT_VERSION if rollout else None)
+    run_dir = options.run_dir or default_run_dir(options, bench_name, prompt_version)
+    provider = provider_for(options, urls)
+    if options.preflight and not preflight_done:  # before the run directory is created or touched
+        run_preflight(options, urls, provider)
+    try:  # one process per run directory, held until the run ends (the kernel drops it on any exit)
+        lock = lock_run_dir(run_dir)
+        lock.__enter__()
+    except RunDirLocked as exc:
+        raise RunDirUnusable(str(exc)) from None
+    try:
+        if options.overwrite:
+            clear_run_dir(run_dir)
+        try:
+            prepare_run_dir(run_dir, config)
+        except RunConfigMismatch as exc:
+            raise RunDirUnusable(str(exc)) from None
+        if rollout:
+            report = _rollout(records, provider, run_dir, options, prompt_version)
+        else:
+            _single(records, provider, config, run_dir, options, token_counter)
+        _endpoint_summary(provider, run_dir, options)
+        if not rollout:
+            from envsim.evaluation.report import write_reports
+
+            report = write_reports(run_dir)
+    finally:
+        lock.__exit__(None, None, None)
+    if not rollout:
+        options.echo(format_summary(report, run_dir))
+        for line in infra_lines(report["infra_failures"], report["samples"], report.get("infra_failure_reasons")):
+            options.echo_err(line)
+    return EvalSummary.from_summary(report, run_dir, options.min_scored.required, model=options.model,
+                                    benchmark=options.benchmark)
+
+
+def _single(records: list[dict[str, Any]], provider: Any, config: Any, run_dir: Path, options: EvalOptions,
+            token_counter: Any) -> None:
+    """Run the one-step samples with a live progress display."""
+    from envsim.evaluation.runner import read_results, run_samples
+    from envsim.progress import progress
+
+    sources = class_sources(records) if options.prompt_mode == "full-class" else {}
+    already = sum(1 for r in read_results(run_dir / "results.jsonl").values() if r.get("status") == "scored")
+    counts = {"n": 0, "fm": 0, "cm": 0, "infra": 0}
+    bar = progress(total=len(records), initial=min(already, len(records)), desc=f"eval {options.model}",
+                   unit="sample")
+
+    def on_result(row: dict[str, Any]) -> None:
+        if row["status"] == "scored":
+            counts["n"] += 1
+            counts["fm"] += bool(row.get("fm"))
+            counts["cm"] += bool(row.get("cm"))
+        else:
+            counts["infra"] += 1
+        fleet = {}
+        if hasattr(provider, "endpoint_report"):          # a fleet: how many endpoints are in service
+            health = [row["healthy_at_end"] for row in provider.endpoint_report()]
+            fleet = {"endpoints": f"{sum(health)}/{len(health)} up"}
+        bar.set_postfix(**live_rates(counts), infra=counts["infra"], **fleet)
+        bar.update(1)
+
+    asyncio.run(run_samples(records, provider, config, run_dir, concurrency=options.concurrency,
+                            policy=retry_policy(options), tokenizer=token_counter, class_sources=sources,
+                            on_result=on_result))
+    bar.close()
+
+
+def _endpoint_summary(provider: Any, run_dir: Path, options: EvalOptions) -> None:
+    """Per-endpoint counts of a fleet into RUN/endpoints.json (added up over resumed runs; the report
+    copies them into summary.json) and onto the console."""
+    report = getattr(provider, "endpoint_report", None)
+    if report is None:
+        return
+    from envsim.evaluation.fleet import format_endpoints, merge_reports
+
+    path = run_dir / "endpoints.json"
+    try:
+        previous = json.loads(path.read_text()) if path.exists() else []
+    except (OSError, ValueError):
+        previous = []
+    merged = merge_reports(previous if isinstance(previous, list) else [], report())
+    path.write_text(json.dumps(merged, indent=2) + "\n")
+    options.echo(format_endpoints(merged))
+
+
+def _rollout(records: list[dict[str, Any]], provider: Any, run_dir: Path, options: EvalOptions,
+             prompt_version: str) -> dict[str, Any]:
+    """Run the multi-step track over the environments of ``records``; returns its drift report."""
+    from envsim.progress import progress
+    from envsim.simulation.rollout_track import run_rollout_track
+
+    env_ids = sorted({r["env"] for r in records})
+    bar = progress(total=len(env_ids) * options.episodes, desc="rollout track", unit="episode")
+    report = asyncio.run(run_rollout_track(env_ids, provider, run_dir, episodes=options.episodes,
+                                           horizon=options.horizon, concurrency=options.concurrency,
+                                           prompt_mode=options.prompt_mode, prompt_version=prompt_version,
+                                           on_episode=lambda _: bar.update(1)))
+    bar.close()
+    options.echo(f"{report['episodes']} episodes of {options.horizon} steps on {len(env_ids)} environments; "
+                 f"mean steps before divergence {report['mean_steps_before_divergence']}")
+    options.echo("CM@k: " + "  ".join(f"@{k} {100 * v:.1f}%" for k, v in report["cm_at_k"].items()))
+    if "cm_at_k_changed" in report:
+        options.echo("CM@k, episodes whose state had changed by step k: " + "  ".join(
+            f"@{k} {'–' if v is None else f'{100 * v:.1f}%'}" for k, v in report["cm_at_k_changed"].items()))
+    total = report.get("scored", report["episodes"]) + report.get("infra_failures", 0)
+    for line in infra_lines(report.get("infra_failures", 0), total, report.get("infra_failure_reasons"),
+                            unit="episodes"):
+        options.echo_err(line)
+    options.echo(f"run directory: {run_dir}")
+    return report
