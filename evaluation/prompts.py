@@ -10,6 +10,9 @@ Versions (``version=``; the same information in each, answers in the same format
 * ``"2"``: compact JSON (no spaces after ``,`` and ``:``) in the state, schemas, calls, history and
   the SFT target, and a shorter system prompt with the same rules; about 16% fewer tokens in
   ``mdp`` (``benchmarks/prompt_tokens.py``). Training data and benchmark v2 use it.
+* ``"3"``: version 2 plus the ``mdp-view`` mode (only there): the state is replaced by a *view*
+  (``envsim.envs.views``: the part of the state the call can read, with full-state paths, and notes on
+  what it leaves out); the system prompt adds the view rules. Other modes read as in version 2.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from typing import Any, Literal, Sequence
 
 PROMPT_VERSION = "1"
 LATEST_PROMPT_VERSION = "2"
-PROMPT_VERSIONS: tuple[str, ...] = ("1", "2")
-PromptMode = Literal["mdp", "pomdp", "full-class"]
-PROMPT_MODES: tuple[str, ...] = ("mdp", "pomdp", "full-class")
+#: The first prompt version that defines ``mdp-view``.
+VIEW_PROMPT_VERSION = "3"
+PROMPT_VERSIONS: tuple[str, ...] = ("1", "2", "3")
+PromptMode = Literal["mdp", "pomdp", "full-class", "mdp-view"]
+PROMPT_MODES: tuple[str, ...] = ("mdp", "pomdp", "full-class", "mdp-view")
 
 SYSTEM_PROMPT = """You are an environment simulator. Given the current state of a tool environment, the \
 Python code of a tool and a call of that tool, predict exactly what the call returns (the observation) \
@@ -57,7 +62,14 @@ current state into the next state>]}
 Empty patch when nothing changes. Paths are JSON pointers from the state root, e.g. "/orders/O-1001/status"; \
 append to a list with "/items/-"."""
 
-_SYSTEM_PROMPTS = {"1": SYSTEM_PROMPT, "2": SYSTEM_PROMPT_V2}
+# Version 3 (mdp-view): the version 2 rules plus how to read a view.
+SYSTEM_PROMPT_V3_VIEW = SYSTEM_PROMPT_V2 + """
+You see a view, not the whole state: the part of the state this call can read, at the same paths as in the \
+full state. Notes under it say what the view leaves out (records not shown, what their keys look like), \
+which keys do not exist, and which records of a scan match its condition. Parts not shown exist unchanged; \
+write the patch with the view's paths (they are full-state paths)."""
+
+_SYSTEM_PROMPTS = {"1": SYSTEM_PROMPT, "2": SYSTEM_PROMPT_V2, "3": SYSTEM_PROMPT_V2}
 
 
 def check_version(version: str) -> str:
@@ -68,18 +80,24 @@ def check_version(version: str) -> str:
     return version
 
 
-def default_prompt_version(benchmark: str | None) -> str:
+def default_prompt_version(benchmark: str | None, mode: str | None = None) -> str:
     """The prompt version a benchmark is evaluated with: ``"1"`` for ``v1`` and any other name or
-    file (published numbers stay reproducible), the latest for shipped ``v2`` and later."""
+    file (published numbers stay reproducible), the latest for shipped ``v2`` and later; ``mdp-view``
+    exists from version 3 on, so that mode gets ``"3"`` whatever the benchmark."""
+    if mode == "mdp-view":
+        return VIEW_PROMPT_VERSION
     name = str(benchmark or "")
     if name.startswith("v") and name[1:].isdigit() and int(name[1:]) >= 2:
         return LATEST_PROMPT_VERSION
     return PROMPT_VERSION
 
 
-def system_prompt(version: str = PROMPT_VERSION) -> str:
-    """The system prompt of a prompt version."""
-    return _SYSTEM_PROMPTS[check_version(version)]
+def system_prompt(version: str = PROMPT_VERSION, mode: str = "mdp") -> str:
+    """The system prompt of a prompt version (and mode: ``mdp-view`` adds the view rules)."""
+    version = check_version(version)
+    if mode == "mdp-view" and int(version) >= int(VIEW_PROMPT_VERSION):
+        return SYSTEM_PROMPT_V3_VIEW
+    return _SYSTEM_PROMPTS[version]
 
 
 def _dump(value: Any, version: str = PROMPT_VERSION) -> str:
@@ -105,6 +123,9 @@ def build_messages(record: dict[str, Any], mode: str = "mdp", *, class_source: s
     if mode not in PROMPT_MODES:
         raise ValueError(f"unknown prompt mode {mode!r}; choose from {', '.join(PROMPT_MODES)}")
     version = check_version(version)
+    if mode == "mdp-view" and int(version) < int(VIEW_PROMPT_VERSION):
+        raise ValueError(f"prompt mode 'mdp-view' needs prompt version {VIEW_PROMPT_VERSION} or later "
+                         f"(asked for {version})")
     tool_schema = next((t for t in record.get("tools", []) if t.get("function", {}).get("name")
                         == record["action"]["name"]), None)
     parts = [f"Environment: {record.get('env', 'unknown')}"]
@@ -117,7 +138,11 @@ def build_messages(record: dict[str, Any], mode: str = "mdp", *, class_source: s
             parts.append("Earlier calls in this episode:\n" + "\n".join(lines))
         parts.append("Predict the observation; for the patch, use paths you infer from the tools and history.")
     else:
-        parts.append("Current state:\n" + _dump(record["state"], version))
+        if mode == "mdp-view":
+            parts.append("State view (the part of the state this call can read; paths are full-state paths):\n"
+                         + record_view(record, tool_schema).render())
+        else:
+            parts.append("Current state:\n" + _dump(record["state"], version))
         if mode == "full-class":
             if not class_source:
                 raise ValueError("full-class mode needs the class source")
@@ -127,7 +152,17 @@ def build_messages(record: dict[str, Any], mode: str = "mdp", *, class_source: s
             if tool_schema is not None:
                 parts.append("Tool schema:\n" + _dump(tool_schema.get("function", tool_schema), version))
     parts.append("Call:\n" + action_text(record["action"], version))
-    return [{"role": "system", "content": system_prompt(version)}, {"role": "user", "content": "\n\n".join(parts)}]
+    return [{"role": "system", "content": system_prompt(version, mode)},
+            {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def record_view(record: dict[str, Any], tool_schema: dict[str, Any] | None = None) -> Any:
+    """The state view (``envsim.envs.views.View``) of a record's call: from its state, action, code and schema."""
+    from envsim.envs.views import compute_view
+
+    action = record["action"]
+    return compute_view(record["state"], action["name"], action.get("arguments") or {}, record.get("code") or "",
+                        tool_schema)
 
 
 def target_answer(record: dict[str, Any], version: str = PROMPT_VERSION) -> str:

@@ -1,0 +1,50 @@
+"""State views: the part of a large state a tool call can read (DESIGN.md, "State views").
+
+Contract
+--------
+``compute_view(state, tool_name, arguments, tool_source, schema) -> View``
+
+* **Inputs only.** A view is computed from the state, the call (tool name, argument values), the tool's
+  source code and its schema. The call is never executed and no label (observation, next state, patch)
+  is looked at. The state is only *read*: to follow references and to filter scans.
+* **Derivation** (``analysis.py``): the tool function (``invoke(data, **kwargs)`` for τ-bench,
+  a ``self`` method for EnvSim environments) and the helpers its code defines are interpreted abstractly
+  over the AST. Subscript chains from ``self``/``data`` through argument values
+  (``data["orders"][order_id]``, ``.get(...)``) become paths; a state value used as a key is read and
+  followed (``users[order["user_id"]]["payment_methods"][payment_method_id]``, an order's items ->
+  ``products[product_id]["variants"][new_item_id]``); loops and comprehensions over a collection read
+  the fields the body reads (a projection), and an equality test of a loop record's field against a
+  known value (``profile["email"].lower() == email.lower()``) keeps only the matching records, with a
+  filter note for the rest. Pure operations on argument values are folded (f-strings, arithmetic,
+  ``str`` methods). Loops are interpreted twice (fixpoint for values carried across iterations); the
+  whole analysis has a step budget (``MAX_STEPS``) and widens to the whole state when it is spent, and
+  anything it cannot resolve widens to the whole subtree (never to less).
+* **Paths are full-state paths.** The view's JSON holds the needed subtrees at their own paths, so a
+  patch predicted against the view applies to the full state; scoring (FM, CM) stays on the full state.
+  Lists are shown whole (indices stay valid).
+* **What it leaves out** (``View.notes()``): every partly shown object names what is missing — for a
+  collection of records, how many are not shown and what their keys look like (shapes and examples);
+  for a record, the fields not shown. It answers the membership questions the call asks
+  (``/orders has no key "#W999"``), lists a key set the code reads when it is not shown whole, and
+  states each scan filter (``/users: records whose email equals "x" (ignoring case): a, b; no other
+  record matches``).
+* **Limits.** Static analysis over-approximates (both branches, all candidate values), so a view can
+  hold more than one execution reads; it cannot see reads hidden behind code it does not have
+  (``getattr`` by computed name, ``eval``), and a filter relies on the equality as written.
+* **Measurement** (``tracing.py``, construction time only, never used to build a view): the real call
+  runs on the state wrapped in recording dict/list proxies that log every read. **Read coverage** is
+  the share of calls whose traced reads all lie inside the view: a value read inside a shown subtree or
+  at a shown path, a missing key the view names as missing, a key set the view shows or lists, or a
+  scan read answered by a filter note. View size is counted in Qwen tokens (``envsim.tokens``).
+  ``benchmarks/view_coverage.py`` prints the figures.
+
+Prompt mode ``mdp-view`` (prompt version 3, ``envsim.evaluation.prompts``) shows ``View.render()``
+instead of the state.
+"""
+
+from envsim.envs.views.analysis import ReadNeeds, analyse_reads
+from envsim.envs.views.tracing import ReadLog, trace_call, traced, unwrap
+from envsim.envs.views.view import View, build_view, compute_view
+
+__all__ = ["ReadLog", "ReadNeeds", "View", "analyse_reads", "build_view", "compute_view", "trace_call", "traced",
+           "unwrap"]

@@ -1,0 +1,217 @@
+"""The ``View`` type: a partial state with full-state paths, what it leaves out, and its rendering."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from envsim.envs.views.analysis import FilterNote, Path, ReadNeeds, analyse_reads, pointer
+
+#: A key-set note lists at most this many keys (more: the key set is not answered).
+MAX_LISTED_KEYS = 200
+#: Omitted record fields are named when there are at most this many.
+MAX_NAMED_FIELDS = 12
+
+
+@dataclass
+class View:
+    """A partial state shown instead of the whole state (see the package docstring for the contract)."""
+    state: Any                                   # the partial state; every path in it is a full-state path
+    full: set = field(default_factory=set)       # paths shown as whole subtrees
+    shown: set = field(default_factory=set)      # every path present in ``state`` (containers and leaves)
+    absent: set = field(default_factory=set)     # (container path, key): the key is known not to exist
+    key_lists: dict = field(default_factory=dict)  # container path -> its complete key list (a note)
+    filters: list = field(default_factory=list)  # FilterNote
+    omissions: list = field(default_factory=list)  # text lines: what the view leaves out
+    widened: list = field(default_factory=list)  # where the analysis had to widen
+    complete: set = field(default_factory=set)   # partly shown containers whose every key is shown
+
+    def notes(self) -> list[str]:
+        """Every note of the view, in the order the prompt shows them."""
+        lines = [f"- {line}" for line in self.omissions]
+        lines += [f"- {pointer(p)} has no key {json.dumps(k, ensure_ascii=False)}"
+                  for p, k in sorted(self.absent, key=lambda pk: (pointer(pk[0]), str(pk[1])))]
+        lines += [f"- {pointer(p)} has exactly the keys {json.dumps(keys, ensure_ascii=False)}"
+                  for p, keys in sorted(self.key_lists.items(), key=lambda kv: pointer(kv[0]))]
+        lines += [f"- {note.text()}" for note in self.filters]
+        return lines
+
+    def render(self, compact: bool = True) -> str:
+        """The view as prompt text: the partial state as JSON, then its notes."""
+        sep = (",", ":") if compact else (", ", ": ")
+        text = json.dumps(self.state, ensure_ascii=False, sort_keys=True, separators=sep)
+        notes = self.notes()
+        if notes:
+            text += "\nWhat the view leaves out or answers:\n" + "\n".join(notes)
+        return text
+
+    # -- coverage (construction-time measurement) ----------------------------------------------------
+    def _inside_full(self, path: Path) -> bool:
+        return any(path[:i] in self.full for i in range(len(path) + 1))
+
+    def _reached(self) -> set:
+        """Containers the view answers questions about, and their ancestors (reading them is traversal)."""
+        roots = [p for p, _ in self.absent] + list(self.key_lists) + [n.collection for n in self.filters]
+        return {p[:i] for p in roots for i in range(len(p) + 1)}
+
+    def _filtered(self, path: Path) -> bool:
+        for note in self.filters:
+            n = len(note.collection)
+            if path[:n] == note.collection and len(path) > n:
+                rest = path[n + 1:]
+                if rest == note.field[:len(rest)]:
+                    return True
+        return False
+
+    def covers(self, kind: str, path: Path, key: Any = None) -> bool:
+        """Whether the view answers one traced read: ``get`` (a value at ``path``), ``absent``
+        (``key`` missing from the container at ``path``) or ``keys`` (the key set of ``path``)."""
+        if self._inside_full(path):
+            return True
+        if kind == "get":
+            return path in self.shown or path in self._reached() or self._filtered(path)
+        if kind == "absent":
+            return (path, key) in self.absent or self._filtered(path + (key,))
+        if kind == "keys":
+            return (path in self.key_lists or path in self.complete or any(note.collection == path for note in self.filters)
+                    or self._filtered(path))
+        return False
+
+
+def _at(state: Any, path: Path) -> Any:
+    value = state
+    for key in path:
+        value = value[key]
+    return value
+
+
+def _exists(state: Any, path: Path) -> bool:
+    try:
+        _at(state, path)
+        return True
+    except (KeyError, IndexError, TypeError):
+        return False
+
+
+def _whole_lists(state: Any, paths: set) -> set:
+    """``paths`` with every path that passes through a list cut at that list (lists are shown whole)."""
+    out = set()
+    for p in paths:
+        value, cut = state, p
+        for i, key in enumerate(p):
+            if isinstance(value, list):
+                cut = p[:i]
+                break
+            try:
+                value = value[key]
+            except (KeyError, IndexError, TypeError):
+                break
+        out.add(cut)
+    return out
+
+
+def _minimal(paths: set) -> set:
+    """Drop paths that lie inside another path of the set."""
+    ordered = sorted(paths, key=len)
+    kept: set = set()
+    for p in ordered:
+        if not any(p[:i] in kept for i in range(len(p) + 1)):
+            kept.add(p)
+    return kept
+
+
+def key_shape(key: Any) -> str:
+    """A key's shape: digits as 9, words as ``<word>`` (``#W2378156`` -> ``#W9999999``)."""
+    return re.sub(r"[A-Za-z]{3,}", "<word>", re.sub(r"\d", "9", str(key)))
+
+
+def _describe_omitted(path: Path, container: dict, shown_keys: set) -> str:
+    missing = [k for k in container if k not in shown_keys]
+    where = pointer(path)
+    if all(isinstance(container[k], dict) for k in container) and len(container) > MAX_NAMED_FIELDS:
+        shapes = Counter(key_shape(k) for k in missing).most_common(2)
+        examples = ", ".join(json.dumps(k, ensure_ascii=False) for k in missing[:3])
+        look = " or ".join(s for s, _ in shapes)
+        return (f"{where}: {len(missing)} of {len(container)} records not shown; their keys look like {look} "
+                f"(e.g. {examples})")
+    if len(missing) <= MAX_NAMED_FIELDS:
+        return f"{where}: not shown: {', '.join(json.dumps(k, ensure_ascii=False) for k in missing)}"
+    return f"{where}: {len(missing)} of {len(container)} keys not shown"
+
+
+def build_view(state: Any, needs: ReadNeeds) -> View:
+    """The :class:`View` of ``state`` that holds what ``needs`` names."""
+    wanted = {p for p in needs.full if _exists(state, p)}
+    for p in needs.keys:  # a container whose key set is read: lists and small scalar dicts whole
+        if _exists(state, p) and isinstance(_at(state, p), list):
+            wanted.add(p)
+    full = _minimal(_whole_lists(state, wanted))
+    partial: Any = {} if isinstance(state, dict) else None
+    shown: set = set()
+    if () in full:
+        partial = copy.deepcopy(state)
+    else:
+        for p in sorted(full, key=lambda q: [str(x) for x in q]):
+            node = partial
+            for i, key in enumerate(p):
+                shown.add(p[:i])
+                if i == len(p) - 1:
+                    node[key] = copy.deepcopy(_at(state, p))
+                else:
+                    node = node.setdefault(key, {})
+            shown.add(p)
+    view = View(state=partial, full=full, shown=shown, widened=list(needs.widened))
+    # what is left out: every partly shown dict (sibling records missing the same fields share a line)
+    grouped: dict[tuple, list] = {}
+    for p in sorted(shown, key=lambda q: (len(q), [str(x) for x in q])):
+        if p in full or any(p[:i] in full for i in range(len(p))):
+            continue
+        container = _at(state, p)
+        if not isinstance(container, dict):
+            continue
+        node = _at(partial, p)
+        if len(node) < len(container):
+            line = _describe_omitted(p, container, set(node))
+            grouped.setdefault((p[:-1], line[len(pointer(p)):]), []).append(p)
+    for (parent, rest), members in grouped.items():
+        if len(members) == 1:
+            view.omissions.append(pointer(members[0]) + rest)
+        else:
+            view.omissions.append(f"{pointer(parent)}/<each of {len(members)} shown records>{rest}")
+    filtered = {note.collection for note in needs.filters}
+    for p in sorted(needs.keys, key=lambda q: [str(x) for x in q]):
+        if p in filtered or view._inside_full(p) or not _exists(state, p):
+            continue
+        container = _at(state, p)
+        if isinstance(container, dict):
+            node = _at(partial, p) if p in shown else {}
+            if len(node) == len(container):
+                view.complete.add(p)  # every key is shown (a projection): the key set is answered
+                continue
+            if len(container) <= MAX_LISTED_KEYS:
+                view.key_lists[p] = list(container)
+    view.absent = {(p, k) for p, k in needs.absent if not view._inside_full(p)}
+    view.filters = [FilterNote(n.collection, n.field, n.values, n.casefold, list(n.matched)) for n in needs.filters
+                    if not view._inside_full(n.collection)]
+    return view
+
+
+def compute_view(state: Any, tool_name: str, arguments: dict[str, Any], tool_source: str,
+                 schema: dict[str, Any] | None = None) -> View:
+    """The view of ``state`` for the call ``tool_name(**arguments)``, from the tool's code and schema only.
+
+    Never executes the call and never looks at a label: the tool's source is analysed statically and the
+    state is only read to follow references and filter scans. ``schema`` (the OpenAI function schema) fills
+    in arguments the call leaves out with their schema defaults.
+    """
+    arguments = dict(arguments or {})
+    params = ((schema or {}).get("function", schema or {}) or {}).get("parameters", {}) or {}
+    for name, spec in (params.get("properties") or {}).items():
+        if name not in arguments and isinstance(spec, dict) and "default" in spec:
+            arguments[name] = spec["default"]
+    needs = analyse_reads(state, tool_name, arguments, tool_source)
+    return build_view(state, needs)
