@@ -14,7 +14,11 @@ Whatever happens, a call returns ``{"observation", "next_state"}`` or raises ``S
 
 If a confinement layer is unavailable on a machine, the first untrusted call warns once and is
 refused, unless the caller opts out (``allow_unconfined=True`` or
-``ENVSIM_ALLOW_UNCONFINED_SANDBOX=1``). ``confinement_report()`` says which layers are active.
+``ENVSIM_ALLOW_UNCONFINED_SANDBOX=1``); a layer whose job other active layers do
+(``sandbox_confine.COVERED_BY``: the private uid, for a worker not started as root) is reported
+missing but not refused. ``confinement_report()`` says which layers are active, as the worker found
+them. Answers are decoded with ``envsim.jsonsafe`` (bounded depth): a next state nested too deep is a
+``SandboxError`` with that reason, never a ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from envsim import jsonsafe
 from envsim.envs import sandbox_confine
-from envsim.envs.sandbox_worker import encode_frame
+from envsim.envs.sandbox_worker import encode_frame, judge
 
 OPT_OUT_VARIABLE = "ENVSIM_ALLOW_UNCONFINED_SANDBOX"
 _GRACE_SECONDS = 3.0
@@ -66,6 +71,9 @@ def confinement_report() -> dict[str, str | None]:
     """Which confinement layers work on this machine: ``{layer: None if active else reason}``.
 
     Starts a worker for a trivial class and returns the layers it reports after confining itself.
+    ``uid`` is missing when not started as root (the worker keeps your uid); ``landlock-scope``
+    where the kernel has no Landlock signal scoping (ABI < 6). ``tripwire`` ``None`` means the audit
+    hook is installed in every call: it names attempts, it is not a boundary.
     """
     source = "class Probe:\n    def ping(self) -> dict:\n        return {}\n"
     worker = _Worker(_setup({"source": source, "class_name": "Probe", "load": "attrs", "tools": ["ping"]},
@@ -115,8 +123,17 @@ def _setup(request: dict[str, Any], limits: Limits, *, tripwire: bool, confine: 
 _WARNED: set[str] = set()
 
 
+def _uncovered(layers: dict[str, str | None]) -> dict[str, str]:
+    """Layers that are missing (not switched off) and not stood in for by active layers (``COVERED_BY``)."""
+    missing = {k: v for k, v in layers.items() if v is not None and v != "switched off"}
+    for layer, covering in sandbox_confine.COVERED_BY.items():
+        if layer in missing and all(layers.get(other) is None for other in covering):
+            del missing[layer]
+    return missing
+
+
 def _check_layers(worker: "_Worker", allow_unconfined: bool) -> None:
-    missing = {k: v for k, v in worker.layers.items() if v is not None and v != "switched off"}
+    missing = _uncovered(worker.layers)
     if not missing:
         return
     opted_out = allow_unconfined or os.environ.get(OPT_OUT_VARIABLE) == "1"
@@ -162,8 +179,16 @@ class _Worker:
     def call(self, state: dict[str, Any], action: dict[str, Any] | None) -> dict[str, Any]:
         """One call in a fresh child of this worker; ``SandboxError`` on any rule, limit or failure."""
         nonce = secrets.token_hex(16)
+        if jsonsafe.too_deep(state, jsonsafe.MAX_DEPTH):
+            raise SandboxError(f"sandbox request refused: the state is nested deeper than {jsonsafe.MAX_DEPTH} levels")
         self._send({"nonce": nonce, "state": state, "action": action})
-        answer = self._receive(self.limits["wall_seconds"] + _GRACE_SECONDS, self.limits["answer_bytes"] + 4096)
+        body = self._receive_body(self.limits["wall_seconds"] + _GRACE_SECONDS, self.limits["answer_bytes"] + 4096)
+        head, newline, data = body.partition(b"\n")
+        verdict = _decode(head)
+        if newline and isinstance(verdict.get("status"), int):  # the worker relayed a call: judge it here
+            answer = judge(verdict["status"], verdict.get("ending"), data, nonce, self.limits, _decode_answer)
+        else:
+            answer = verdict
         if "error" in answer:
             raise SandboxError(str(answer["error"]))
         if "fatal" in answer:
@@ -177,7 +202,7 @@ class _Worker:
     def _send(self, payload: dict[str, Any]) -> None:
         try:
             data = encode_frame(payload)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise SandboxError(f"sandbox request is not JSON ({exc})") from None
         if len(data) > self.limits["request_bytes"]:
             raise SandboxError(f"sandbox request over the size limit ({self.limits['request_bytes']} bytes)")
@@ -189,6 +214,15 @@ class _Worker:
             raise SandboxError("sandbox worker died") from None
 
     def _receive(self, seconds: float, cap: int) -> dict[str, Any]:
+        """One frame from the worker, decoded as a JSON object (``SandboxError`` otherwise)."""
+        answer = _decode(self._receive_body(seconds, cap))
+        if not answer:
+            self.close()
+            raise SandboxError("sandbox worker answered a malformed frame")
+        return answer
+
+    def _receive_body(self, seconds: float, cap: int) -> bytes:
+        """The body of one frame from the worker, read within ``seconds`` and at most ``cap`` bytes."""
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + seconds
         while True:
@@ -200,14 +234,7 @@ class _Worker:
                 if len(self._buffer) >= size:
                     body = bytes(self._buffer[4:size])
                     del self._buffer[:size]
-                    try:
-                        answer = json.loads(body)
-                    except ValueError:
-                        answer = None
-                    if not isinstance(answer, dict):
-                        self.close()
-                        raise SandboxError("sandbox worker answered a malformed frame")
-                    return answer
+                    return body
             left = deadline - time.monotonic()
             if left <= 0:
                 self.close()
@@ -221,16 +248,17 @@ class _Worker:
                 self._buffer += chunk
 
     def close(self) -> None:
-        """Kill the worker's process group and every process left under its private uid."""
+        """Kill what the worker started: its process group and session (both are the worker's pid, which
+        the sandbox forbids leaving), nothing else."""
         if self._closed:
             return
         self._closed = True
-        if self.proc.returncode is None:  # not reaped yet: the pid (and the uid derived from it) is still ours
+        if self.proc.returncode is None:  # not reaped yet: the pid (= group and session id) is still ours
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-            _kill_uid(100000 + self.proc.pid)
+            _kill_session(self.proc.pid)
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -243,16 +271,42 @@ class _Worker:
         shutil.rmtree(self._workdir, ignore_errors=True)
 
 
-def _kill_uid(uid: int) -> None:
-    """Defence in depth: SIGKILL any process still running as a worker's private uid."""
-    if os.getuid() != 0:
-        return
-    for entry in os.listdir("/proc"):
+def _decode(body: bytes) -> dict[str, Any]:
+    """A worker frame's JSON object; ``{}`` when it is not one."""
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _decode_answer(body: bytes) -> Any:
+    """A call child's answer frame, decoded with the bounded reader (depth, NaN, long integers)."""
+    return jsonsafe.loads(body.decode("utf-8"))
+
+
+def session_members(session: int, proc: str = "/proc") -> list[int]:
+    """Pids of the processes whose session id is ``session`` (read from ``/proc/PID/stat``)."""
+    members = []
+    for entry in os.listdir(proc):
         if not entry.isdigit():
             continue
         try:
-            if os.stat(f"/proc/{entry}").st_uid == uid:
-                os.kill(int(entry), signal.SIGKILL)
+            with open(f"{proc}/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 3 and int(fields[3]) == session:  # state, ppid, pgrp, session
+            members.append(int(entry))
+    return members
+
+
+def _kill_session(session: int) -> None:
+    """Defence in depth: SIGKILL what is left of a worker's session (it cannot leave it: setsid and
+    setpgid are refused by seccomp). Processes outside the session are never touched, whatever their uid."""
+    for pid in session_members(session):
+        try:
+            os.kill(pid, signal.SIGKILL)
         except OSError:
             continue
 

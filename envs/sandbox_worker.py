@@ -8,19 +8,26 @@ drains and counts up to ``output_bytes``). The first request is the set-up
 everything a class may use, confines itself (``envsim.envs.sandbox_confine``), answers
 ``{"ready": {layer: None | reason}}`` and then serves ``{"nonce", "state", "action"}`` requests.
 
-The worker never runs untrusted code. Each call runs in a forked child that stacks a stricter
-seccomp filter (no fork, no signals), hides the worker's modules, installs the audit tripwire,
-executes the class source in a fresh namespace (so no module-level state survives a call) and
-writes one frame carrying the call's nonce to a per-call pipe. The worker reads at most
-``answer_bytes`` from that pipe until the wall-time limit, reaps the child and relays either the
-child's frame or its own verdict (signal, exit code, overflow, timeout): a child cannot hide how it
-ended, and any violation frame it wrote before dying wins over an answer it forged.
+The worker never runs untrusted code and never decodes a request or an answer. It reads each request
+into a buffer of its own, forks a child that decodes and runs it, and reads at most ``answer_bytes``
+from the child's answer pipe until the wall-time limit; it reaps the child and relays one frame to
+the parent: its verdict (``{"status", "ending"}``, a line of JSON) followed by the child's raw bytes.
+Then it zeroes every buffer that held the call's bytes, so nothing of one call (no object, no freed
+memory) is inside the worker when it forks the next: a call cannot read an earlier episode's values.
+The parent judges the relay (``judge``): a child cannot hide how it ended, and any violation frame it
+wrote before dying wins over an answer it forged.
+
+Each call child stacks a stricter seccomp filter (no fork, no signals, no path metadata), hides the
+worker's modules and the import machinery's loaders, installs the audit tripwire, executes the class
+source (compiled in the worker after its limits applied) in a fresh namespace and writes one frame
+carrying the call's nonce to its answer pipe.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import json.encoder
 import os
 import select
 import signal
@@ -53,6 +60,11 @@ _FLAGGED_EVENTS = ("os.", "subprocess.", "socket.", "ctypes.", "shutil.", "pty."
                    "webbrowser.", "urllib.Request", "ftplib.", "smtplib.", "http.client.", "cpython._PySys_ClearAuditHooks",
                    "sys.monitoring", "code.__new__", "marshal.load", "pickle.find_class", "builtins.input")
 _FRAME_ATTRIBUTES = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
+_GUARDED_FUNCTION_ATTRIBUTES = ("__code__", "__globals__", "__defaults__", "__kwdefaults__")
+# Loaders of the import machinery that build a module without an import event: unusable in a call.
+_MODULE_BUILDERS = ("create_builtin", "create_dynamic", "exec_builtin", "exec_dynamic", "get_frozen_object",
+                    "init_frozen", "find_frozen")
+_CHUNK = 1 << 16
 
 
 def read_frame(fd: int, limit: int) -> dict[str, Any] | None:
@@ -86,23 +98,29 @@ def encode_frame(payload: Any) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
-def split_frames(data: bytes) -> list[Any]:
-    """Every complete, well-formed frame in ``data``; a malformed one ends the list with ``"malformed"``."""
-    frames, pos = [], 0
+class Malformed(str):
+    """A frame that could not be read (the text says why); ends the list ``split_frames`` returns."""
+
+
+def split_frames(data: bytes, loads: Any = json.loads) -> list[Any]:
+    """Every complete, well-formed frame in ``data`` (decoded with ``loads``); a malformed one ends the
+    list with a ``Malformed`` reason."""
+    frames: list[Any] = []
+    pos = 0
     while pos + _HEADER.size <= len(data):
         (size,) = _HEADER.unpack_from(data, pos)
         body = data[pos + _HEADER.size: pos + _HEADER.size + size]
         if len(body) < size:
-            frames.append("malformed")
+            frames.append(Malformed("a truncated frame"))
             break
         try:
-            frames.append(json.loads(body))
-        except ValueError:
-            frames.append("malformed")
+            frames.append(loads(body))
+        except (ValueError, RecursionError) as exc:
+            frames.append(Malformed(f"a frame that is not acceptable JSON ({exc})"))
             break
         pos += _HEADER.size + size
-    if pos < len(data) and (not frames or frames[-1] != "malformed"):
-        frames.append("malformed")
+    if pos < len(data) and (not frames or not isinstance(frames[-1], Malformed)):
+        frames.append(Malformed("trailing bytes after the last frame"))
     return frames
 
 
@@ -119,25 +137,72 @@ def main() -> None:
     if setup is None:
         return
     try:
-        state = _prepare(setup)
+        prepared = _prepare(setup)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, then the worker ends
         os.write(ans_fd, encode_frame({"fatal": f"{type(exc).__name__}: {exc}"}))
         return
-    os.write(ans_fd, encode_frame({"ready": state["layers"]}))
-    limits = setup["limits"]
-    while True:
-        try:
-            request = read_frame(req_fd, limits["request_bytes"])
-        except (ValueError, OSError):
-            return
-        if request is None:
-            return
-        try:
-            answer = _serve(state, setup, request, (req_fd, ans_fd))
-        except Exception as exc:  # noqa: BLE001 - the worker's own failure: report it and end
-            os.write(ans_fd, encode_frame({"fatal": f"sandbox worker failed: {type(exc).__name__}: {exc}"}))
-            return
-        os.write(ans_fd, answer)
+    os.write(ans_fd, encode_frame({"ready": prepared["layers"]}))
+    scratch = bytearray(_CHUNK)  # drains the child's stdout/stderr; zeroed after every call
+    while _serve_next(prepared, setup, req_fd, ans_fd, scratch):
+        pass
+
+
+def _serve_next(prepared: dict[str, Any], setup: dict[str, Any], req_fd: int, ans_fd: int,
+                scratch: bytearray) -> bool:
+    """Read one request, run it in a child, relay the verdict; ``False`` when the worker should end.
+
+    A function of its own so that none of its locals outlive the call; every buffer that held the
+    call's bytes is zeroed before it returns.
+    """
+    try:
+        request = _read_request(req_fd, setup["limits"]["request_bytes"])
+    except (ValueError, OSError):
+        return False
+    if request is None:
+        return False
+    chunks: list[bytearray] = []
+    try:
+        verdict = _serve(prepared, setup, request, (req_fd, ans_fd), chunks, scratch)
+        _write_all(ans_fd, [_HEADER.pack(len(verdict) + sum(len(c) for c in chunks)) + verdict, *chunks])
+    except Exception as exc:  # noqa: BLE001 - the worker's own failure: report it and end
+        os.write(ans_fd, encode_frame({"fatal": f"sandbox worker failed: {type(exc).__name__}: {exc}"}))
+        return False
+    finally:
+        for buffer in (request, *chunks):
+            buffer[:] = bytes(len(buffer))
+        scratch[:] = bytes(len(scratch))
+    return True
+
+
+def _read_request(fd: int, limit: int) -> bytearray | None:
+    """One request frame's body read straight into a buffer the worker zeroes later (never decoded here)."""
+    header = _read_exact(fd, _HEADER.size)
+    if header is None:
+        return None
+    (size,) = _HEADER.unpack(header)
+    if size > limit:
+        raise ValueError(f"frame of {size} bytes exceeds {limit}")
+    body = bytearray(size)
+    view, got = memoryview(body), 0
+    while got < size:
+        n = os.readv(fd, [view[got:]])
+        if not n:
+            raise ValueError("truncated frame")
+        got += n
+    return body
+
+
+def _write_all(fd: int, buffers: list[Any]) -> None:
+    """Write every buffer to ``fd`` (no copy; partial writes resumed)."""
+    views = [memoryview(b) for b in buffers if len(b)]
+    while views:
+        written = os.writev(fd, views[:512])
+        while written and views:
+            if written >= len(views[0]):
+                written -= len(views.pop(0))
+            else:
+                views[0] = views[0][written:]
+                written = 0
 
 
 class _SkipHeavyOptional:
@@ -163,7 +228,6 @@ def _prepare(setup: dict[str, Any]) -> dict[str, Any]:
     from envsim.envs.calling import call_in_process
     from envsim.records import Action
 
-    code = compile(setup["source"], UNTRUSTED_FILENAME, "exec", dont_inherit=True)
     layers: dict[str, str | None] = {name: None for name in confine.LAYERS}
     wanted = set(setup.get("confine", confine.LAYERS))
     if not setup.get("tripwire", True):
@@ -182,7 +246,8 @@ def _prepare(setup: dict[str, Any]) -> dict[str, Any]:
         confine.landlock_abi()  # loads the package and libc before the uid changes
     limits = setup["limits"]
     confine.set_limits(limits["memory_bytes"])
-    for layer, step in (("uid", confine.drop_privileges), ("landlock", confine.apply_landlock)):
+    for layer, step in (("uid", confine.drop_privileges), ("landlock", confine.apply_landlock),
+                        ("landlock-scope", confine.apply_landlock_scope)):
         if layer not in wanted:
             layers[layer] = "switched off"
             continue
@@ -196,6 +261,10 @@ def _prepare(setup: dict[str, Any]) -> dict[str, Any]:
         except BaseException as exc:  # noqa: BLE001
             layers["seccomp"] = f"{type(exc).__name__}: {exc}"
             call_filter = None
+    try:  # untrusted source is compiled only now: under the memory limit and every layer
+        code = compile(setup["source"], UNTRUSTED_FILENAME, "exec", dont_inherit=True)
+    except MemoryError:
+        raise MemoryError(f"compiling the class source exceeded the memory limit ({limits['memory_bytes'] >> 20} MiB)") from None
     forbidden_loaded = [name for name in sys.modules if name.split(".")[0] in FORBIDDEN_MODULES]
     import gc
     gc.collect()
@@ -205,16 +274,18 @@ def _prepare(setup: dict[str, Any]) -> dict[str, Any]:
             "call_in_process": call_in_process, "Action": Action}
 
 
-def _serve(state: dict[str, Any], setup: dict[str, Any], request: dict[str, Any], private: tuple[int, int]) -> bytes:
+def _serve(prepared: dict[str, Any], setup: dict[str, Any], request: bytearray, private: tuple[int, int],
+           chunks: list[bytearray], scratch: bytearray) -> bytes:
+    """Fork the call child for ``request``; the child's raw answer lands in ``chunks``; returns the
+    verdict line (``{"status", "ending"}`` + newline) the parent judges."""
     limits = setup["limits"]
-    nonce = request.get("nonce", "")
     read_end, write_end = os.pipe()
     output_read, output_write = os.pipe()
     pid = os.fork()
     if pid == 0:  # call child
         status = 70
         try:
-            state["arm"]()  # an orphaned call dies with its worker
+            prepared["arm"]()  # an orphaned call dies with its worker
             if os.getppid() == 1:
                 os._exit(status)
             for fd in (read_end, output_read, *private):
@@ -222,25 +293,32 @@ def _serve(state: dict[str, Any], setup: dict[str, Any], request: dict[str, Any]
             os.dup2(output_write, 1)
             os.dup2(output_write, 2)
             os.close(output_write)
-            _run_call(state, setup, request, write_end)
+            _run_call(prepared, setup, request, write_end)
             status = 0
         finally:
             os._exit(status)
     os.close(write_end)
     os.close(output_write)
     try:
-        verdict = _collect(read_end, output_read, pid, limits)
+        status, ending = _collect(read_end, output_read, pid, limits, chunks, scratch)
     finally:
         os.close(read_end)
         os.close(output_read)
-    return encode_frame(_judge(verdict, nonce, limits))
+    if ending == "overflow":
+        for chunk in chunks:
+            chunk[:] = bytes(len(chunk))
+        chunks.clear()
+    return json.dumps({"status": status, "ending": ending}).encode() + b"\n"
 
 
-def _collect(fd: int, output_fd: int, pid: int, limits: dict[str, Any]) -> dict[str, Any]:
-    """Read the child's answer pipe (bounded) and drain its stdout/stderr pipe (counted, discarded)
-    until the answer pipe closes or the wall-time limit passes; then reap the child."""
+def _collect(fd: int, output_fd: int, pid: int, limits: dict[str, Any], chunks: list[bytearray],
+             scratch: bytearray) -> tuple[int, str | None]:
+    """Read the child's answer pipe into ``chunks`` (bounded) and drain its stdout/stderr pipe into
+    ``scratch`` (counted, discarded) until the answer pipe closes or the wall-time limit passes; then
+    reap the child. Returns ``(wait status, ending)``."""
     deadline = time.monotonic() + limits["wall_seconds"]
-    data, output, ending = bytearray(), 0, None
+    size, output, ending = 0, 0, None
+    fill = _CHUNK  # bytes used in the last answer buffer (a full one means: start a new buffer)
     watched = [fd, output_fd]
     while fd in watched:
         left = deadline - time.monotonic()
@@ -249,14 +327,19 @@ def _collect(fd: int, output_fd: int, pid: int, limits: dict[str, Any]) -> dict[
             break
         ready, _, _ = select.select(watched, [], [], left)
         for source in ready:
-            chunk = os.read(source, 1 << 16)
-            if not chunk:
-                watched.remove(source)
-            elif source == fd:
-                data += chunk
+            if source == fd:
+                if fill == _CHUNK:
+                    chunks.append(bytearray(_CHUNK))
+                    fill = 0
+                n = os.readv(source, [memoryview(chunks[-1])[fill:]])
+                fill += n
+                size += n
             else:
-                output += len(chunk)
-        if len(data) > limits["answer_bytes"]:
+                n = os.readv(source, [scratch])
+                output += n
+            if not n:
+                watched.remove(source)
+        if size > limits["answer_bytes"]:
             ending = "overflow"
         elif output > limits["output_bytes"]:
             ending = "output"
@@ -265,15 +348,23 @@ def _collect(fd: int, output_fd: int, pid: int, limits: dict[str, Any]) -> dict[
     if ending:
         os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
-    return {"data": bytes(data), "status": status, "ending": ending}
+    if chunks and fill < _CHUNK:
+        del chunks[-1][fill:]  # never written: nothing of the call there
+    return status, ending
 
 
-def _judge(verdict: dict[str, Any], nonce: str, limits: dict[str, Any]) -> dict[str, Any]:
-    frames = split_frames(verdict["data"]) if verdict["ending"] != "overflow" else []
+def judge(status: int, ending: str | None, data: bytes, nonce: str, limits: dict[str, Any],
+          loads: Any = json.loads) -> dict[str, Any]:
+    """The parent's reading of one relayed call: ``{"observation", "next_state"}`` or ``{"error"}``.
+
+    ``status``/``ending`` are the worker's verdict (wait status; ``timed_out``, ``overflow``, ``output``
+    or ``None``), ``data`` the child's raw answer bytes, decoded with ``loads`` (the parent's bounded
+    JSON reader). A violation frame wins over everything, then how the child ended, then the answer.
+    """
+    frames = split_frames(data, loads) if ending != "overflow" else []
     for frame in frames:
         if isinstance(frame, dict) and "violation" in frame:
             return {"error": f"untrusted code attempted a forbidden operation: {frame['violation']}"}
-    status, ending = verdict["status"], verdict["ending"]
     if ending == "timed_out":
         return {"error": f"untrusted code exceeded the wall-time limit ({limits['wall_seconds']:g} s)"}
     if ending == "overflow":
@@ -293,6 +384,8 @@ def _judge(verdict: dict[str, Any], nonce: str, limits: dict[str, Any]) -> dict[
     if code == VIOLATION_EXIT:
         return {"error": "untrusted code attempted a forbidden operation (its report channel was tampered with)"}
     answers = [f for f in frames if isinstance(f, dict) and f.get("nonce") == nonce]
+    if code == 0 and frames and isinstance(frames[-1], Malformed):
+        return {"error": f"sandboxed call answered {frames[-1]}"}
     if code != 0 or len(frames) != 1 or len(answers) != 1:
         return {"error": f"sandboxed call ended without a valid answer (exit code {code}, {len(frames)} frames)"}
     answer = answers[0]
@@ -321,10 +414,28 @@ class _RefuseImports:
                            f"confinement are: {', '.join(PREIMPORTED)})")
 
 
-def _run_call(state: dict[str, Any], setup: dict[str, Any], request: dict[str, Any], out: int) -> None:
+def _refuse_module_builder(*args: Any) -> None:
+    """Stands in for the import machinery's module builders in a call child."""
+    raise _Unavailable("building a module is not available in the sandbox (a loader was called directly)")
+
+
+def _strip_module_builders() -> None:
+    """Replace ``_imp``'s module builders: ``BuiltinImporter.load_module('marshal')`` and friends build
+    modules without an import event, so in a call child they refuse instead (nothing keeps the originals)."""
+    imp = sys.modules.get("_imp")
+    if imp is None:
+        return
+    for name in _MODULE_BUILDERS:
+        if hasattr(imp, name):
+            setattr(imp, name, _refuse_module_builder)
+
+
+def _run_call(prepared: dict[str, Any], setup: dict[str, Any], raw_request: bytearray, out: int) -> None:
+    """Decode the request, confine this child further, run the call and write one frame to ``out``."""
     import builtins
     import resource
 
+    request = json.loads(raw_request)
     limits, nonce = setup["limits"], request.get("nonce", "")
     write, end_process = os.write, os._exit
     frame = encode_frame
@@ -335,9 +446,6 @@ def _run_call(state: dict[str, Any], setup: dict[str, Any], request: dict[str, A
         finally:
             end_process(status)
 
-    def report_violation(reason: str) -> None:
-        send({"violation": reason}, VIOLATION_EXIT)
-
     def end_with_error(message: str) -> None:
         send({"error": message}, 0)
 
@@ -346,8 +454,9 @@ def _run_call(state: dict[str, Any], setup: dict[str, Any], request: dict[str, A
     envsim_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     tripwire = setup.get("tripwire", True)
     if tripwire:
-        for name in state["forbidden_loaded"]:
+        for name in prepared["forbidden_loaded"]:
             sys.modules.pop(name, None)
+    _strip_module_builders()
     sys.meta_path[:] = [_RefuseImports()]
     sys.path_hooks.clear()
     sys.path_importer_cache.clear()
@@ -355,14 +464,14 @@ def _run_call(state: dict[str, Any], setup: dict[str, Any], request: dict[str, A
     # stdout/stderr go to a pipe the worker drains and counts (bounded); no Python object in between.
     sys.stdout = sys.stderr = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True,
                                                errors="replace")
-    wrap_class, call_in_process, action_type = state["wrap_class"], state["call_in_process"], state["Action"]
-    code, class_name, source = state["code"], setup["class_name"], setup["source"]
+    wrap_class, call_in_process, action_type = prepared["wrap_class"], prepared["call_in_process"], prepared["Action"]
+    code, class_name, source = prepared["code"], setup["class_name"], setup["source"]
     load, tools, memory = setup.get("load", "attrs"), setup.get("tools"), limits["memory_bytes"]
-    if state["call_filter"] is not None:
-        state["call_filter"]()
+    if prepared["call_filter"] is not None:
+        prepared["call_filter"]()
     if tripwire:
-        sys.addaudithook(_tripwire(report_violation, envsim_dir))
-    state = setup = None  # type: ignore[assignment]  # the worker's set-up is not kept in this frame
+        sys.addaudithook(_tripwire(out, nonce, envsim_dir))
+    prepared = setup = raw_request = None  # type: ignore[assignment]  # not kept in this frame
     try:
         namespace: dict[str, Any] = {"__name__": "envsim_untrusted", "__builtins__": builtins}
         exec(code, namespace)  # noqa: S102 - the confined call child exists to run it
@@ -391,37 +500,60 @@ def _run_call(state: dict[str, Any], setup: dict[str, Any], request: dict[str, A
         end_process(0)
 
 
-def _tripwire(report: Any, envsim_dir: str) -> Any:
+def _violation(reason: str, out: int, prefix: bytes, quote: Any, encode: Any, pack: Any, write: Any,
+               end_process: Any, status: int) -> None:
+    """Write the violation frame and end the process (everything it uses is passed in by the hook)."""
+    try:
+        body = prefix + encode(quote(reason)) + b"}"
+        write(out, pack(len(body)) + body)
+    finally:
+        end_process(status)
+
+
+def _tripwire(out: int, nonce: str, envsim_dir: str) -> Any:
     """The audit hook of a call child: the first forbidden event reports itself and ends the process.
 
     It never calls code the untrusted class could supply (no ``repr`` of foreign objects, exact type
-    checks only), so it cannot be re-entered or tampered with from inside one of its own checks.
+    checks only), so it cannot be re-entered or tampered with from inside one of its own checks. All
+    it uses is bound in its default arguments (an immutable tuple; replacing it is an audited event
+    the hook reports): no closure cell and no frame local the untrusted code can reach can silence it.
+    The hook itself is referenced only by the interpreter.
     """
-    flagged, frame_attributes, forbidden = _FLAGGED_EVENTS, _FRAME_ATTRIBUTES, FORBIDDEN_MODULES
-    split, startswith, type_ = str.split, str.startswith, type
+    prefix = ('{"nonce":' + json.dumps(nonce) + ',"violation":').encode()
 
-    def shown(value: Any) -> str:
-        return repr(value) if type_(value) in (str, bytes, int) else f"<{type_(value).__qualname__!s:.40}>"
+    def shown(value: Any, type_: Any = type, repr_: Any = repr, str_: Any = str,
+              qualname: Any = type.__dict__["__qualname__"].__get__) -> str:
+        if type_(value) in (str, bytes, int):
+            return repr_(value)
+        name = qualname(type_(value))  # the type's own name: a metaclass property never runs here
+        return f"<{name if type_(name) is str_ else '?':.40}>"
 
-    def hook(event: str, args: tuple[Any, ...]) -> None:
+    def hook(event: str, args: tuple[Any, ...], report: Any = _violation, shown: Any = shown,
+             channel: tuple[Any, ...] = (out, prefix, json.encoder.encode_basestring_ascii, str.encode,
+                                         _HEADER.pack, os.write, os._exit, VIOLATION_EXIT),
+             flagged: tuple[str, ...] = _FLAGGED_EVENTS, frame_attributes: tuple[str, ...] = _FRAME_ATTRIBUTES,
+             guarded: tuple[str, ...] = _GUARDED_FUNCTION_ATTRIBUTES, forbidden: tuple[str, ...] = FORBIDDEN_MODULES,
+             envsim_dir: str = envsim_dir, split: Any = str.split, startswith: Any = str.startswith,
+             type_: Any = type) -> None:
         if event == "open":
-            report(f"file access ({shown(args[0]) if args else '?'}, mode {shown(args[1]) if len(args) > 1 else 'r'})")
+            report(f"file access ({shown(args[0]) if args else '?'}, mode {shown(args[1]) if len(args) > 1 else 'r'})",
+                   *channel)
         elif event == "import":
             name = args[0] if args and type_(args[0]) is str else "?"
             if split(name, ".")[0] in forbidden:
-                report(f"{name} (import of a forbidden module)")
+                report(f"{name} (import of a forbidden module)", *channel)
         elif startswith(event, flagged):
-            report(event)
+            report(event, *channel)
         elif event == "sys._getframe":
             code = args[0].f_code if args and type_(args[0]).__name__ == "frame" else None
             if code is None or startswith(code.co_filename, envsim_dir):
-                report("sys._getframe reaching the sandbox's own frames")
+                report("sys._getframe reaching the sandbox's own frames", *channel)
         elif event == "object.__getattr__" and len(args) > 1:
             if type_(args[1]) is not str or args[1] in frame_attributes:
-                report(f"frame introspection ({shown(args[1])})")
+                report(f"frame introspection ({shown(args[1])})", *channel)
         elif event == "object.__setattr__" and len(args) > 1:
-            if type_(args[1]) is not str or args[1] in ("__code__", "__globals__"):
-                report(f"rewriting a function or class ({shown(args[1])})")
+            if type_(args[1]) is not str or args[1] in guarded:
+                report(f"rewriting a function or class ({shown(args[1])})", *channel)
 
     return hook
 

@@ -52,7 +52,7 @@ def _worker_pids() -> set[int]:
 
 
 def test_confinement_report_names_every_layer():
-    assert set(LAYERS) == {"session", "rlimits", "uid", "landlock", "seccomp", "tripwire"}
+    assert set(LAYERS) == {"session", "rlimits", "uid", "landlock", "landlock-scope", "seccomp", "tripwire"}
     assert all(v is None or isinstance(v, str) for v in LAYERS.values())
 
 
