@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -11,6 +10,7 @@ from envsim.construction.composition import Spec, stratified_sample
 from envsim.construction.labelling import deduplicate, to_record
 from envsim.construction.rollout import seeded_rollouts
 from envsim.envs.registry import get_env
+from envsim.jsonsafe import dumps_line, write_text_atomic
 
 
 def env_records(env_id: str, seed: int, episodes: int, steps: int, split: str) -> list[dict[str, Any]]:
@@ -60,11 +60,8 @@ def build_split(env_ids: Sequence[str], spec: Spec, *, seed: int, episodes: int,
 
 
 def write_jsonl(records: Iterable[dict[str, Any]], path: Path) -> int:
-    """Write records as canonical JSON lines (sorted keys, so rebuilds are byte-identical); returns the count."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with path.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n")
-            count += 1
-    return count
+    """Write records as canonical JSON lines (sorted keys, so rebuilds are byte-identical); returns the count.
+
+    The file is written beside ``path`` and renamed over it (an error part-way keeps the old file); a line
+    holding a lone surrogate is written with ASCII escapes (``jsonsafe.dumps_line``), so it stays UTF-8."""
+    return write_text_atomic(path, (dumps_line(r, sort_keys=True, separators=(",", ":")) for r in records))

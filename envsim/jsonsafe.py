@@ -9,16 +9,22 @@ recursion.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import sys
-from typing import Any
+from typing import Any, Iterable
 
 MAX_DEPTH = 200
 
 
 class JSONLimitError(ValueError):
-    """Valid-looking JSON that EnvSim refuses: NaN/Infinity, an over-long integer, too deep nesting."""
+    """Valid-looking JSON that EnvSim refuses: NaN/Infinity, an over-long integer, too deep nesting.
+
+    ``end`` is where the refused value ended when it was decoded whole (too deep), else ``None``."""
+
+    end: int | None = None
 
 
 def _constant(name: str) -> Any:
@@ -78,7 +84,9 @@ def raw_decode(text: str, position: int = 0, *, max_depth: int = MAX_DEPTH) -> t
     except RecursionError:
         raise _depth_error(max_depth) from None
     if too_deep(value, max_depth):
-        raise _depth_error(max_depth)
+        error = _depth_error(max_depth)
+        error.end = end
+        raise error
     return value, end
 
 
@@ -91,3 +99,49 @@ def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
     if too_deep(value, max_depth):
         raise _depth_error(max_depth)
     return value
+
+
+def dumps_line(value: Any, **options: Any) -> str:
+    """``json.dumps`` (non-ASCII kept as is) that is always encodable as UTF-8.
+
+    A lone surrogate (``"\\ud800"``: valid JSON, not encodable UTF-8) makes the whole line fall back to
+    ``ensure_ascii=True``, which escapes it; a line without one is byte-identical to ``ensure_ascii=False``."""
+    text = json.dumps(value, ensure_ascii=False, **options)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, **options)
+    return text
+
+
+def write_text_atomic(path: os.PathLike[str] | str, lines: Iterable[str]) -> int:
+    """Write ``lines`` (each without its newline) to a temporary file beside ``path``, then rename it over
+    ``path``: a failure part-way leaves the old file as it was. Returns the number of lines."""
+    import tempfile
+    from pathlib import Path
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    count = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            for line in lines:
+                handle.write(line + "\n")
+                count += 1
+        if target.exists():
+            os.chmod(temporary, target.stat().st_mode & 0o777)
+        else:
+            os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return count
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -30,7 +30,8 @@ from typing import Any, Callable, Sequence
 
 from envsim.evaluation.providers import Generation, Provider
 from envsim.evaluation.report import bootstrap_ci, reason_counts
-from envsim.evaluation.runner import RetryPolicy, read_results
+from envsim.evaluation.runner import RetryPolicy, open_results_for_append, read_results
+from envsim.jsonsafe import dumps_line
 from envsim.records import Action
 
 INFRA_PREFIX = "request failed"
@@ -132,13 +133,13 @@ async def run_chained(episodes: Sequence[dict[str, Any]], provider: Provider, ru
     todo = [e for e in episodes if done.get(e["id"], {}).get("status") != "scored"]
     simulator = RetryingProvider(provider, policy)
     semaphore = asyncio.Semaphore(max(1, concurrency))
-    with path.open("a", encoding="utf-8") as sink:
+    with open_results_for_append(path) as sink:
 
         async def one(episode: dict[str, Any]) -> None:
             async with semaphore:
                 row = await play_episode(episode, simulator, prompt_mode=prompt_mode, prompt_version=prompt_version,
                                          request_timeout=policy.timeout * (policy.max_retries + 2))
-            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+            sink.write(dumps_line(row) + "\n")
             sink.flush()
             done[row["id"]] = row
             if on_episode is not None:

@@ -9,7 +9,9 @@ record id to one of the names below; every other prompt gets the true answer (or
 * ``huge`` - ``huge_bytes`` of answer sent chunked (no length known in advance);
   ``huge-length`` - the same with a ``Content-Length`` header; ``gzip`` - a gzip body that expands
   to ``huge_bytes``; ``huge-500`` - an HTTP 500 error page of ``huge_bytes``;
-* ``error-500`` - an ordinary HTTP 500 JSON error (this sample fails for infrastructure reasons).
+* ``error-500`` - an ordinary HTTP 500 JSON error (this sample fails for infrastructure reasons);
+* ``surrogate`` - an answer holding a lone surrogate (``\\ud800``: valid JSON, not encodable UTF-8);
+  ``bomb`` - a 399 KB parse bomb (``{"a":`` x 400, then a long list of integers).
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ def hostile_text(kind: str, depth: int = 990) -> str:
         return '{"observation": 1' + "0" * 5000 + ', "patch": []}'
     if kind == "nan":
         return '{"observation": NaN, "patch": []}'
+    if kind == "surrogate":
+        return '{"observation": {"note": "half \ud800 a pair"}, "patch": []} \ud800'
+    if kind == "bomb":
+        return ('{"a":' * 400 + "[" + "1," * 200_000)[:399_000]
     if kind == "bare":
         return json.dumps([{"op": "add", "path": f"/x{i}", "value": i} for i in range(100_000)])
     raise ValueError(f"unknown hostile behaviour {kind!r}")

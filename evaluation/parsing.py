@@ -23,6 +23,9 @@ from envsim.jsonsafe import raw_decode as strict_raw_decode
 
 MAX_ANSWER_CHARS = 400_000
 MAX_DECODE_ATTEMPTS = 400
+#: Characters the decoder may read over all attempts on one answer (each attempt reads from its ``{`` to where
+#: it ended or failed): a parse bomb (``{"a":`` x 400 then a long list) is cut here instead of costing minutes.
+MAX_DECODE_CHARS = 4 * MAX_ANSWER_CHARS
 MAX_PATCH_OPS = 5_000
 PATCH_OPS = {"add", "remove", "replace", "move", "copy", "test"}
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
@@ -50,7 +53,8 @@ def _objects(text: str, problems: list[str] | None = None) -> list[dict[str, Any
     """JSON objects found in ``text``: fenced blocks first, then objects starting at each ``{``.
 
     Strict JSON (no NaN/Infinity, integers Python can read, at most ``MAX_DEPTH`` levels): why a
-    candidate was refused for one of these reasons is appended to ``problems``."""
+    candidate was refused for one of these reasons is appended to ``problems``. The decoder reads at most
+    ``MAX_DECODE_CHARS`` characters over all attempts (a refusal without a known end counts the rest of the text)."""
     found: list[dict[str, Any]] = []
     for block in _FENCE.findall(text):
         try:
@@ -65,20 +69,32 @@ def _objects(text: str, problems: list[str] | None = None) -> list[dict[str, Any
             found.append(value)
     if found:
         return found
-    attempts = 0
+    attempts = read = 0
     position = text.find("{")
     while position != -1 and attempts < MAX_DECODE_ATTEMPTS:
+        if read > MAX_DECODE_CHARS:
+            if problems is not None:
+                problems.append(f"answer too costly to parse: {attempts} decode attempts read over "
+                                f"{MAX_DECODE_CHARS} characters")
+            break
         attempts += 1
         try:
             value, end = strict_raw_decode(text, position)
         except JSONLimitError as exc:
+            read += (exc.end if exc.end is not None else len(text)) - position
             if problems is not None:
                 problems.append(str(exc))
             position = text.find("{", position + 1)
             continue
-        except ValueError:
+        except json.JSONDecodeError as exc:
+            read += max(1, exc.pos - position)
             position = text.find("{", position + 1)
             continue
+        except ValueError:
+            read += len(text) - position
+            position = text.find("{", position + 1)
+            continue
+        read += end - position
         if isinstance(value, dict):
             found.append(value)
         position = text.find("{", end)

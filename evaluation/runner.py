@@ -17,17 +17,20 @@ import asyncio
 import hashlib
 import json
 import logging
+import errno
 import os
 import random
+import stat
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator
 
 from envsim.evaluation.parsing import parse_answer
 from envsim.evaluation.prompts import PROMPT_VERSION, build_messages
 from envsim.evaluation.providers import Provider, describe_error, now
 from envsim.evaluation.scoring import SampleScore, score_prediction
+from envsim.jsonsafe import dumps_line
 from envsim.tokens import eval_token_fields
 
 MAX_STORED_ANSWER = 20_000
@@ -43,6 +46,46 @@ class RunConfigMismatch(RuntimeError):
 
 class RunDirLocked(RuntimeError):
     """Another process is running an evaluation in this run directory."""
+
+
+class RunFileUnsafe(RunDirLocked):
+    """A run file EnvSim writes (``.lock``, ``results.jsonl``, ``episodes.jsonl``) is a symbolic link or not a
+    regular file: writing through it would empty or append to whatever it points at."""
+
+
+#: Files of a run directory opened for writing in place (never replaced by a rename): refused as symlinks.
+APPENDED_FILES = ("results.jsonl", "episodes.jsonl")
+
+
+def open_run_file(path: Path, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` of a run file that never follows a symbolic link (``O_NOFOLLOW``) and accepts only a regular
+    file; raises ``RunFileUnsafe`` naming the path otherwise."""
+    unsafe = RunFileUnsafe(f"{path} is a symbolic link or not a regular file; EnvSim does not write through it "
+                           "(remove it, or use another --run-dir)")
+    try:
+        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0), mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise unsafe from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise unsafe
+    os.set_blocking(fd, True)
+    return fd
+
+
+def check_run_files(run_dir: Path) -> None:
+    """Refuse a run directory whose appended files are symbolic links or not regular files (``RunFileUnsafe``)."""
+    for name in APPENDED_FILES:
+        path = run_dir / name
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            raise RunFileUnsafe(f"{path} is a symbolic link or not a regular file; EnvSim does not write through "
+                                "it (remove it, or use another --run-dir)")
 
 
 _HELD_LOCKS: dict[str, list[int]] = {}  # resolved run dir -> [fd, depth]: re-entrant within one process
@@ -69,7 +112,12 @@ def lock_run_dir(run_dir: Path) -> Iterator[None]:
     except ImportError:  # pragma: no cover - not POSIX: no locking
         yield
         return
-    fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_run_file(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    try:
+        check_run_files(run_dir)
+    except RunFileUnsafe:
+        os.close(fd)
+        raise
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -104,11 +152,16 @@ def clear_run_dir(run_dir: Path) -> None:
             child.unlink()
 
 
+def open_results_for_append(path: Path) -> IO[str]:
+    """``path`` opened to append UTF-8 lines, never through a symbolic link (``RunFileUnsafe``)."""
+    return os.fdopen(open_run_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a", encoding="utf-8")
+
+
 def repair_results(path: Path) -> int:
     """Cut a torn last line (a kill between write and newline) back to the last newline; bytes cut."""
     if not path.exists():
         return 0
-    with path.open("rb+") as handle:
+    with os.fdopen(open_run_file(path, os.O_RDWR), "rb+") as handle:
         size = handle.seek(0, os.SEEK_END)
         if size == 0:
             return 0
@@ -254,7 +307,10 @@ async def _evaluate_one(record: dict[str, Any], provider: Provider, config: Eval
     timing = {"prompt_tokens": generation.prompt_tokens, "completion_tokens": generation.completion_tokens,
               "latency_s": round(latency, 4), "attempts": attempts}
     try:
-        return {**base, "status": "scored", **_score_generation(record, generation, messages, tokenizer), **timing}
+        # parsed and scored in a worker thread: a costly answer never holds the event loop (other samples'
+        # requests and their latency_s go on); parse_answer bounds its own work (parsing.MAX_DECODE_CHARS)
+        scored = await asyncio.to_thread(_score_generation, record, generation, messages, tokenizer)
+        return {**base, "status": "scored", **scored, **timing}
     except Exception as exc:  # noqa: BLE001 - one sample's bug must not end the run or touch the others
         log.exception("internal error scoring sample %s", record.get("id"))
         return {**base, "status": "scored", **_failed(f"internal error in scoring: {type(exc).__name__}: "
@@ -284,12 +340,12 @@ def _score_generation(record: dict[str, Any], generation: Any, messages: list[di
 def _dump_row(row: dict[str, Any]) -> str:
     """One results.jsonl line; a row that cannot be written as JSON is replaced by its failure."""
     try:
-        return json.dumps(row, ensure_ascii=False, allow_nan=False)
+        return dumps_line(row, allow_nan=False)  # lone surrogates (answers, ids) escaped: the line stays UTF-8
     except (TypeError, ValueError, RecursionError) as exc:
         keep = {k: row.get(k) for k in ("id", "env", "domain", "stratum", "delta_size", "arg_count", "attempts")}
         failed = {**keep, "status": "scored", **_failed(f"internal error in recording: {type(exc).__name__}: "
                                                          f"{str(exc)[:200]}"), "answer_format": "", "answer": ""}
-        return json.dumps(failed, ensure_ascii=False, default=str)
+        return dumps_line(failed, default=str)
 
 
 async def run_samples(records: Iterable[dict[str, Any]], provider: Provider, config: EvalConfig, run_dir: Path,
@@ -314,7 +370,7 @@ async def _run_locked(records: Iterable[dict[str, Any]], provider: Provider, con
     done = read_results(results_path)
     todo = [r for r in records if done.get(r["id"], {}).get("status") != "scored"]
     semaphore = asyncio.Semaphore(max(1, concurrency))
-    with results_path.open("a", encoding="utf-8") as sink:
+    with open_results_for_append(results_path) as sink:
 
         async def worker(record: dict[str, Any]) -> None:
             async with semaphore:

@@ -20,6 +20,8 @@ from envsim.envs.base import Environment
 from envsim.envs.registry import get_env
 from envsim.evaluation.prompts import PROMPT_VERSION
 from envsim.evaluation.providers import Provider
+from envsim.evaluation.runner import open_results_for_append
+from envsim.jsonsafe import dumps_line
 from envsim.simulation.agents import ChangingStartAgent, is_request_failure
 from envsim.simulation.drift import is_scored
 from envsim.simulation.simulate import cost_summary, run_episode, write_outputs
@@ -69,7 +71,7 @@ async def run_rollout_track(env_ids: Sequence[str], simulator: Provider, out: Pa
     jobs = [(env_id, seed + i) for env_id in env_ids for i in range(episodes)]
     semaphore = asyncio.Semaphore(max(1, concurrency))
     envs: list[SimulatedEnvironment] = []
-    with path.open("a", encoding="utf-8") as sink:
+    with open_results_for_append(path) as sink:
 
         async def one(env_id: str, episode_seed: int) -> None:
             if is_scored(done.get(_key(env_id, episode_seed), {"status": "missing"})):
@@ -80,7 +82,7 @@ async def run_rollout_track(env_ids: Sequence[str], simulator: Provider, out: Pa
             envs.append(env)
             async with semaphore:
                 episode = await play_rollout_episode(env, cls, episode_seed, horizon)
-            sink.write(json.dumps(episode, ensure_ascii=False) + "\n")
+            sink.write(dumps_line(episode) + "\n")
             sink.flush()
             done[_key(env_id, episode_seed)] = episode
             if on_episode is not None:
