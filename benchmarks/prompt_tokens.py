@@ -18,7 +18,8 @@ import json
 import sys
 from typing import Any
 
-from envsim.evaluation.prompts import PROMPT_MODES, PROMPT_VERSIONS, build_messages, target_answer
+from envsim.evaluation.prompts import (PROMPT_MODES, PROMPT_VERSIONS, VIEW_PROMPT_VERSION, build_messages,
+                                       target_answer)
 from envsim.tokens import chat_tokens, get_tokenizer, token_stats, tokenizer_name
 
 
@@ -40,6 +41,8 @@ def prompt_table(records: list[dict[str, Any]], modes: tuple[str, ...] = PROMPT_
     for mode in modes:
         table[mode] = {}
         for version in versions:
+            if mode == "mdp-view" and int(version) < int(VIEW_PROMPT_VERSION):
+                continue  # the mode exists from prompt version 3 on
             counts = [chat_tokens(build_messages(r, mode, class_source=sources.get(r["env"]), version=version), counter)
                       for r in records]
             table[mode][version] = {**token_stats(counts, cutoff), "total": sum(counts)}

@@ -837,10 +837,10 @@ class ReadAnalyzer:
                 if method == "items":
                     return ItemsOf(base)
                 if method == "values":
-                    return self.children(base)
+                    return Seq(self.children(base))
                 if method == "keys":
                     kids = self.children(base)
-                    return known(*(p[-1] for p in kids.paths))
+                    return Seq(known(*(p[-1] for p in kids.paths)))
                 if method in _MUTATORS_NO_READ:
                     for a in args:
                         self.use(a)
