@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -15,6 +16,8 @@ from envsim.records import STRATA
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from envsim.evaluation.run_rows import CheckedRows
 
 RATES = ("fm", "cm", "cm_lenient", "cm_original")
 BOOTSTRAP_SAMPLES = 1000
@@ -157,10 +160,22 @@ def _reason_lines(reasons: Mapping[str, int]) -> str:
     return "".join(f"- {count}× {reason}\n" for reason, count in reasons.items())
 
 
+def _uncounted_section(summary: dict[str, Any]) -> list[str]:
+    """Result rows the report did not count: wrong types (invalid) and ids not in the benchmark (ignored)."""
+    parts: list[str] = []
+    if summary.get("invalid_rows"):
+        parts.append(f"## Invalid result rows: {summary['invalid_rows']} rows have wrong types and are not counted\n\n"
+                     + _reason_lines(summary.get("invalid_row_reasons") or {}))
+    if summary.get("ignored_rows"):
+        parts.append(f"**{summary['ignored_rows']} result rows were ignored**: their ids are not samples of this "
+                     "run's benchmark.\n")
+    return parts
+
+
 def _unscored_section(summary: dict[str, Any]) -> list[str]:
     """The "nothing scored" banner and the infrastructure failures with their reasons (none when all scored)."""
     total, infra = summary["samples"], summary["infra_failures"]
-    parts: list[str] = []
+    parts: list[str] = _uncounted_section(summary)
     if not summary["scored"]:
         why = (f"all {total} samples failed before an answer could be scored (infrastructure failures below)"
                if total else "the run directory holds no results")
@@ -233,8 +248,9 @@ def _plot_run(ax: Any, xs: list[float], groups: list[dict[str, Any]], marker: st
     return bars
 
 
-def _cm_by_delta_figure(summaries: dict[str, dict[str, Any]]) -> "Figure":
-    """The CM-vs-|Δ| figure: one marker style per run, dodged sideways, with each point's n under the axis.
+def _cm_by_delta_figure(summaries: dict[str, dict[str, Any]], warnings: Sequence[str] = ()) -> "Figure":
+    """The CM-vs-|Δ| figure: one marker style per run, dodged sideways, with each point's n under the axis;
+    ``warnings`` (why the runs are not directly comparable) are printed under the plot.
 
     Only |Δ| values with scored samples are columns (equally spaced, labelled with the value)."""
     from matplotlib.figure import Figure
@@ -268,12 +284,19 @@ def _cm_by_delta_figure(summaries: dict[str, dict[str, Any]]) -> "Figure":
     ax.grid(alpha=0.3)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.set_title("CM vs |Δ| (95% bootstrap CI)")
+    if warnings:
+        import textwrap
+
+        text = "Not directly comparable: " + "; ".join(warnings)
+        fig.text(0.01, -0.02, "\n".join(textwrap.wrap(text, 140)), ha="left", va="top", fontsize=8,
+                 color="firebrick")
     return fig
 
 
-def plot_cm_by_delta(summaries: dict[str, dict[str, Any]], path: Path) -> None:
-    """CM (with 95% CI) against |Δ|, one line per run, each point's sample count shown (PNG at ``path``)."""
-    _cm_by_delta_figure(summaries).savefig(path, dpi=120, bbox_inches="tight")
+def plot_cm_by_delta(summaries: dict[str, dict[str, Any]], path: Path, warnings: Sequence[str] = ()) -> None:
+    """CM (with 95% CI) against |Δ|, one line per run, each point's sample count shown (PNG at ``path``);
+    ``warnings`` (why the runs are not directly comparable) are printed under the plot."""
+    save_figure_atomic(_cm_by_delta_figure(summaries, warnings), path, dpi=120, bbox_inches="tight")
 
 
 def report_files(run_dir: Path) -> list[Path]:
@@ -281,12 +304,41 @@ def report_files(run_dir: Path) -> list[Path]:
     return [run_dir / SUMMARY_FILE, run_dir / REPORT_FILE, run_dir / PLOT_FILE]
 
 
-def write_reports(run_dir: Path) -> dict[str, Any]:
-    """(Re)build ``summary.json``, ``report.md`` and ``cm_by_delta.png`` from a run directory."""
-    from envsim.evaluation.runner import read_results
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path`` (never half a file)."""
+    temp = path.with_name(f".{path.name}.tmp")
+    temp.write_text(text, encoding="utf-8")
+    os.replace(temp, path)
 
+
+def save_figure_atomic(figure: "Figure", path: Path, **kwargs: Any) -> None:
+    """``figure.savefig`` to a temporary file beside ``path``, then renamed over it."""
+    temp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    figure.savefig(temp, **kwargs)
+    os.replace(temp, path)
+
+
+def checked_results(run_dir: Path, config: dict[str, Any]) -> "CheckedRows":
+    """The rows of ``run_dir/results.jsonl`` the report counts (``evaluation.run_rows``)."""
+    from envsim.evaluation.run_rows import check_rows, read_rows, run_sample_ids
+
+    ids, warning = run_sample_ids(config)
+    checked = check_rows(read_rows(run_dir / "results.jsonl"), ids)
+    if warning:
+        checked.warnings.insert(0, warning)
+    return checked
+
+
+def write_reports(run_dir: Path) -> dict[str, Any]:
+    """(Re)build ``summary.json``, ``report.md`` and ``cm_by_delta.png`` from a one-step run directory.
+
+    Result rows with wrong types are counted as invalid rows (shown first), rows whose id is not a sample
+    of the run's benchmark are ignored (``summary["warnings"]`` says so); files are replaced atomically."""
     config = json.loads((run_dir / "config.json").read_text())
-    summary = summarize(read_results(run_dir / "results.jsonl").values(), config)
+    checked = checked_results(run_dir, config)
+    summary = summarize(checked.rows, config)
+    summary.update(invalid_rows=checked.invalid_count, invalid_row_reasons=checked.invalid,
+                   ignored_rows=len(checked.unknown_ids), warnings=checked.warnings)
     endpoints = run_dir / "endpoints.json"            # written by envsim eval with several --base-url
     if endpoints.exists():
         try:
@@ -294,8 +346,8 @@ def write_reports(run_dir: Path) -> dict[str, Any]:
         except ValueError:
             pass
     summary_path, report_path, plot_path = report_files(run_dir)
-    summary_path.write_text(json.dumps(summary, indent=2) + "\n")
-    report_path.write_text(render_markdown(summary))
+    write_text_atomic(summary_path, json.dumps(summary, indent=2) + "\n")
+    write_text_atomic(report_path, render_markdown(summary))
     plot_cm_by_delta({summary["model"] or run_dir.name: summary}, plot_path)
     return summary
 
@@ -321,6 +373,21 @@ def _load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     config_path = run_dir / "config.json"
     config = json.loads(config_path.read_text()) if config_path.exists() else {}
     return summary, {key: config.get(key, summary.get(key)) for key, _ in COMPARED_SETTINGS}
+
+
+def tier_of(run_dir: Path, split: Any) -> str:
+    """The tier a run directory holds (its folder name under a tiers directory of ``eval --benchmark v2``),
+    else its split."""
+    return run_dir.name if (run_dir.parent / "tiers.json").exists() else str(split or "test")
+
+
+def run_label(run_dir: Path, summary: Mapping[str, Any], setting: Mapping[str, Any]) -> str:
+    """How a run is named in comparisons and plot legends: model, benchmark and tier (or split)."""
+    benchmark = str(setting.get("benchmark") or summary.get("benchmark") or "?")
+    if benchmark.endswith(".jsonl") or "/" in benchmark:
+        benchmark = Path(benchmark).name
+    tier = tier_of(run_dir, setting.get("split") or summary.get("split"))
+    return f"{summary.get('model')} ({run_dir.name}) · {benchmark}/{tier}"
 
 
 def _difference(name: str, values: dict[str, Any]) -> str | None:
@@ -372,8 +439,8 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None) -> Comparison:
     settings: dict[str, dict[str, Any]] = {}
     for run_dir in run_dirs:
         summary, setting = _load_run(run_dir)
-        label = f"{summary['model']} ({run_dir.name})"
-        label = label if label not in summaries else f"{summary['model']} ({run_dir})"
+        label = run_label(run_dir, summary, setting)
+        label = label if label not in summaries else f"{label} [{run_dir}]"
         summaries[label], settings[label] = summary, setting
     warnings = comparability_warnings(summaries, settings)
     lines = ["## Runs side by side", "", *_comparison_table(summaries), "",
@@ -386,5 +453,5 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None) -> Comparison:
         out.mkdir(parents=True, exist_ok=True)
         written = [out / COMPARISON_FILE, out / PLOT_FILE]
         written[0].write_text(text)
-        plot_cm_by_delta(summaries, written[1])
+        plot_cm_by_delta(summaries, written[1], warnings)
     return Comparison(text, warnings, written)

@@ -18,25 +18,29 @@ def _echo_written(paths: list[Path]) -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where to write comparison.md and cm_by_delta.png (several runs; default runs/comparison).")
 def report_cmd(runs: tuple[Path, ...], out: Path | None) -> None:
-    """Summarise one run (rewrites summary.json/report.md/plot) or compare several RUNS.
+    """Summarise one run or compare several RUNS: eval run directories (one-step, chained tier, rollout
+    track), the tiers directory of 'eval --benchmark v2', or an 'envsim simulate' output (shown, not rebuilt).
 
-    The report goes to stdout; the files written and, for several runs, the reasons they are not
-    directly comparable (other benchmark, split, prompt, --limit or number of scored samples) go to
-    stderr."""
-    from envsim.evaluation.report import REPORT_FILE, compare_runs, report_files, write_reports
+    Each run's own reports are rebuilt from its results by the rules of its kind (never another's);
+    the report goes to stdout; the files written, rows not counted and the reasons runs are not
+    directly comparable go to stderr. Exit 1 for a directory it does not know or runs of different kinds."""
+    from envsim.evaluation.report_compare import compare_reports
+    from envsim.evaluation.run_kinds import UnknownRunKind, report_run
 
-    for run in runs:
-        if not (run / "config.json").exists():
-            raise click.ClickException(f"{run} is not a run directory (no config.json)")
-    if len(runs) == 1:
-        write_reports(runs[0])
-        click.echo((runs[0] / REPORT_FILE).read_text())
-        _echo_written(report_files(runs[0]))
-        return
-    for run in runs:
-        write_reports(run)
-    comparison = compare_runs(list(runs), out or Path("runs") / "comparison")
-    click.echo(comparison.text)
-    for warning in comparison.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    _echo_written([path for run in runs for path in report_files(run)] + comparison.written)
+    try:
+        reports = [report_run(run) for run in runs]
+        comparisons = compare_reports(reports, out or Path("runs") / "comparison") if len(runs) > 1 else []
+    except UnknownRunKind as exc:
+        raise click.ClickException(str(exc)) from None
+    for report in reports:
+        for warning in report.warnings:
+            click.echo(f"warning: {report.path}: {warning}", err=True)
+    if not comparisons:
+        click.echo(reports[0].text)
+    for heading, comparison in comparisons:
+        click.echo(f"# {heading}\n" if heading else "", nl=False)
+        click.echo(comparison.text)
+        for warning in comparison.warnings:
+            click.echo(f"warning: {(heading + ': ') if heading else ''}{warning}", err=True)
+    _echo_written([path for report in reports for path in report.written]
+                  + [path for _, comparison in comparisons for path in comparison.written])

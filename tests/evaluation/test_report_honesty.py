@@ -9,6 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from envsim.benchmark import load
 from envsim.cli import main
 from envsim.evaluation.report import (_cm_by_delta_figure, compare_runs, format_rate, group_stats, plot_cm_by_delta,
                                       summarize, write_reports)
@@ -30,8 +31,12 @@ def _unscored(i: int, reason: str = CONNECT) -> dict:
 
 
 def _run(path: Path, rows: list[dict], model: str = "m", **settings) -> Path:
-    """A run directory as ``envsim eval`` leaves it: the real config.json writer, then result rows."""
-    prepare_run_dir(path, EvalConfig(model=model, **settings))
+    """A run directory as ``envsim eval`` leaves it: the real config.json writer, then result rows, whose
+    ids become the run benchmark's sample ids in order (the report counts only samples of the benchmark)."""
+    config = EvalConfig(model=model, **settings)
+    prepare_run_dir(path, config)
+    ids = [r["id"] for r in load(config.benchmark, config.split)]
+    rows = [{**row, "id": ids[i]} for i, row in enumerate(rows)]
     (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -111,9 +116,10 @@ def test_a_3_sample_run_next_to_a_400_sample_run_is_flagged(tmp_path):
     large = _run(tmp_path / "large", _mixed(400), model="b")
     comparison = compare_runs([small, large])
     assert len(comparison.warnings) == 1
-    assert comparison.warnings[0].startswith("different numbers of scored samples: 3 in a (small); 400 in b (large)")
+    assert comparison.warnings[0].startswith(
+        "different numbers of scored samples: 3 in a (small) · v1/test; 400 in b (large) · v1/test")
     assert "> **Not directly comparable:**" in comparison.text
-    assert comparison.text.index("| b (large) |") < comparison.text.index("Not directly comparable")
+    assert comparison.text.index("| b (large) · v1/test |") < comparison.text.index("Not directly comparable")
 
 
 def test_different_benchmarks_are_flagged_once_and_like_runs_not_at_all(tmp_path):
@@ -121,19 +127,19 @@ def test_different_benchmarks_are_flagged_once_and_like_runs_not_at_all(tmp_path
     v2 = _run(tmp_path / "v2", _mixed(5), benchmark="v2", benchmark_sha256="b" * 64)
     twin = _run(tmp_path / "twin", _mixed(5), benchmark="v1", benchmark_sha256="a" * 64)
     edited = _run(tmp_path / "edited", _mixed(5), benchmark="v1", benchmark_sha256="c" * 64)
-    assert compare_runs([v1, v2]).warnings == ["different benchmark: v1 in m (v1); v2 in m (v2)"]
+    assert compare_runs([v1, v2]).warnings == ["different benchmark: v1 in m (v1) · v1/test; v2 in m (v2) · v2/test"]
     alike = compare_runs([v1, twin])
     assert alike.warnings == [] and "Not directly comparable" not in alike.text
     assert compare_runs([v1, edited]).warnings == [
-        f"different benchmark file sha256: {'a' * 12} in m (v1); {'c' * 12} in m (edited)"]
+        f"different benchmark file sha256: {'a' * 12} in m (v1) · v1/test; {'c' * 12} in m (edited) · v1/test"]
 
 
 def test_prompt_and_limit_differences_are_flagged(tmp_path):
     a = _run(tmp_path / "a", _mixed(5), prompt_mode="mdp")
     b = _run(tmp_path / "b", _mixed(5), prompt_mode="pomdp", limit=5)
     warnings = compare_runs([a, b]).warnings
-    assert "different prompt mode: mdp in m (a); pomdp in m (b)" in warnings
-    assert "different --limit: not set in m (a); 5 in m (b)" in warnings
+    assert "different prompt mode: mdp in m (a) · v1/test; pomdp in m (b) · v1/test" in warnings
+    assert "different --limit: not set in m (a) · v1/test; 5 in m (b) · v1/test" in warnings
 
 
 def test_report_cli_prints_the_comparison_warnings_and_written_paths(tmp_path):
@@ -143,8 +149,8 @@ def test_report_cli_prints_the_comparison_warnings_and_written_paths(tmp_path):
     result = CliRunner().invoke(main, ["report", str(v1), str(v2), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("## Runs side by side")
-    assert "warning: different benchmark: v1 in a (v1); v2 in b (v2)" in result.stderr
-    assert "warning: different numbers of scored samples: 3 in a (v1); 40 in b (v2)" in result.stderr
+    assert "warning: different benchmark: v1 in a (v1) · v1/test; v2 in b (v2) · v2/test" in result.stderr
+    assert "warning: different numbers of scored samples: 3 in a (v1) · v1/test; 40 in b (v2) · v2/test" in result.stderr
     for run in (v1, v2):
         for name in ("summary.json", "report.md", "cm_by_delta.png"):
             assert f"wrote {run / name}" in result.stderr and (run / name).exists()
