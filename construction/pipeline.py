@@ -59,6 +59,40 @@ def build_split(env_ids: Sequence[str], spec: Spec, *, seed: int, episodes: int,
     return stratified_sample(pool, spec, seed=seed)
 
 
+def spread_sample(pool: Sequence[dict[str, Any]], size: int, *, seed: int,
+                  domains: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Up to ``size`` records of ``pool`` spread evenly over domains, then over the environments of each
+    domain (seeded): rounds take one record from each domain in turn, each domain cycling through its
+    environments, until ``size`` records are taken or the pool is used up. The result keeps pool order."""
+    import random
+
+    rng = random.Random(seed)
+    domains = domains or {}
+    by_domain: dict[str, dict[str, list[int]]] = {}
+    for index, record in enumerate(pool):
+        by_domain.setdefault(domains.get(record["env"], "unknown"), {}).setdefault(record["env"], []).append(index)
+    queues: list[list[list[int]]] = []          # per domain: its environments' shuffled record indices
+    for name in sorted(by_domain):
+        envs = [by_domain[name][env] for env in sorted(by_domain[name])]
+        for indices in envs:
+            rng.shuffle(indices)
+        rng.shuffle(envs)
+        queues.append(envs)
+    rng.shuffle(queues)
+    chosen: list[int] = []
+    while len(chosen) < size and queues:
+        for envs in list(queues):
+            if len(chosen) >= size:
+                break
+            indices = envs.pop(0)
+            chosen.append(indices.pop())
+            if indices:
+                envs.append(indices)             # this environment again after the domain's others
+            if not envs:
+                queues.remove(envs)
+    return [pool[i] for i in sorted(chosen)]
+
+
 def write_jsonl(records: Iterable[dict[str, Any]], path: Path) -> int:
     """Write records as canonical JSON lines (sorted keys, so rebuilds are byte-identical); returns the count.
 

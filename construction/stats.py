@@ -16,6 +16,7 @@ def record_stats(records: Iterable[dict[str, Any]], domains: dict[str, str] | No
     return {
         "samples": len(rows),
         "environments": len({r["env"] for r in rows}),
+        "domains": len({domains.get(r["env"], "unknown") for r in rows}),
         "by_stratum": {s: sum(r["stratum"] == s for r in rows) for s in STRATA},
         "by_delta": {str(k): v for k, v in sorted(Counter(r["delta_size"] for r in rows).items())},
         "by_arity": {str(k): v for k, v in sorted(Counter(r["arg_count"] for r in rows).items())},
@@ -93,7 +94,8 @@ def stats_markdown(title: str, stats: dict[str, Any]) -> str:
         return "\n".join(lines) + "\n"
 
     return "\n".join([
-        f"## {title}", "", f"{stats['samples']} samples from {stats['environments']} environments.", "",
+        f"## {title}", "", f"{stats['samples']} samples from {stats['environments']} environments"
+        + (f" in {stats['domains']} domains." if "domains" in stats else "."), "",
         table("stratum", stats["by_stratum"]), table("|Δ|", stats["by_delta"]),
         table("arguments", stats["by_arity"]), table("domain", stats["by_domain"]),
         f"Samples per environment: min {min(stats['by_env'].values(), default=0)}, "

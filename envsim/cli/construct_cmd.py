@@ -64,7 +64,7 @@ def construct_cmd(split: str, version: str, spec: str, pool_size: int | None, se
 
     from envsim.construction.composition import CompositionError, load_spec
     from envsim.construction.interop import write_envsimbench
-    from envsim.construction.pipeline import build_pool, write_jsonl
+    from envsim.construction.pipeline import build_pool, spread_sample, write_jsonl
     from envsim.construction.splits import read_test_envs, training_envs
     from envsim.construction.stats import record_stats, record_token_stats, stats_markdown
     from envsim.evaluation.prompts import default_prompt_version
@@ -102,7 +102,7 @@ def construct_cmd(split: str, version: str, spec: str, pool_size: int | None, se
             pool = build_pool(env_ids, seed, episodes, steps, split, workers=workers, progress=bar)
     pool = [r for r in pool if r["id"] not in excluded]
     if pool_size is not None:
-        records = pool[:pool_size]
+        records = spread_sample(pool, pool_size, seed=seed, domains=domains)   # stratified by domain and env
     else:
         try:
             records = stratified_sample(pool, load_spec(spec), seed=seed)
@@ -116,7 +116,8 @@ def construct_cmd(split: str, version: str, spec: str, pool_size: int | None, se
     stats["tokens"] = record_token_stats(records, prompt_version=default_prompt_version(version))  # counted, Qwen BPE
     out.with_suffix(".stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     out.with_suffix(".stats.md").write_text(stats_markdown(f"{out.name}", stats))
-    click.echo(f"{len(records)} records from {stats['environments']} environments (pool {len(pool)}) -> {out}")
+    click.echo(f"{len(records)} records from {stats['environments']} environments in {stats['domains']} domains "
+               f"(pool {len(pool)}) -> {out}")
     click.echo("by stratum: " + ", ".join(f"{k} {v}" for k, v in stats["by_stratum"].items()))
 
 
