@@ -3,7 +3,13 @@
 The |Δ| rule (DESIGN.md, "Δ and its size"), applied to ``DeepDiff(state, next_state)`` with no
 "diff deeper" threshold, after lists are aligned item by item (difflib on each item's canonical
 JSON: removing the first of ten records is one removal, not nine edits and a removal; lists of
-equal length are compared cell by cell when that explains the change with fewer items):
+equal length are compared cell by cell when that explains the change with fewer items).
+
+difflib's matcher costs up to n x m steps per block on lists with many equal items (cubic overall on
+hostile lists). Its work is counted exactly and capped at ``ALIGN_BUDGET`` steps per list; past the cap
+the list is aligned in linear time instead (common prefix and suffix kept, the middle paired in order,
+the rest added or removed). Both give an exact patch: applying it to ``state`` yields ``next_state``.
+Every list within the cap (every shipped label) aligns as before.
 
 * each changed scalar counts 1 (``values_changed``), and so does a change of JSON type at one
   path (``type_changes``: ``1 -> "1"``, ``{...} -> [...]``, ``None -> {...}``), whatever its size;
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import itertools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -84,6 +91,66 @@ class _Slot:
             other.old if other.old is not None else -1, other.new or -1)
 
 
+#: Inner-loop steps difflib may spend aligning one pair of lists (about 0.1 s); beyond it, ``_linear_opcodes``.
+ALIGN_BUDGET = 150_000
+
+Opcodes = list[tuple[str, int, int, int, int]]
+
+
+class _OverBudget(Exception):
+    """difflib would take more than ``ALIGN_BUDGET`` steps on this pair of lists."""
+
+
+class _BoundedMatcher(difflib.SequenceMatcher):
+    """``SequenceMatcher(autojunk=False)`` whose work is counted: ``find_longest_match`` on ``a[alo:ahi]``
+    visits at most one entry of ``b2j`` per occurrence of each ``a[i]`` in ``b``, a sum known from prefix sums
+    before the call; the matcher raises ``_OverBudget`` instead of starting a call that would exceed the budget."""
+
+    def __init__(self, a: list[str], b: list[str], budget: int) -> None:
+        super().__init__(None, a, b, autojunk=False)
+        self._left = budget
+        self._steps = list(itertools.accumulate((len(self.b2j.get(x, ())) + 1 for x in a), initial=0))
+
+    def find_longest_match(self, alo: int = 0, ahi: int | None = None, blo: int = 0,
+                           bhi: int | None = None) -> difflib.Match:
+        """difflib's, after charging its worst-case cost to the budget."""
+        end = len(self.a) if ahi is None else ahi
+        self._left -= self._steps[end] - self._steps[alo]
+        if self._left < 0:
+            raise _OverBudget
+        return super().find_longest_match(alo, ahi, blo, bhi)
+
+
+def _linear_opcodes(left: list[str], right: list[str]) -> Opcodes:
+    """Opcodes in linear time: the common prefix and suffix are equal, the middle is one replaced run."""
+    prefix = 0
+    limit = min(len(left), len(right))
+    while prefix < limit and left[prefix] == right[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and left[-1 - suffix] == right[-1 - suffix]:
+        suffix += 1
+    i2, j2 = len(left) - suffix, len(right) - suffix
+    codes: Opcodes = []
+    if prefix:
+        codes.append(("equal", 0, prefix, 0, prefix))
+    if prefix < i2 or prefix < j2:
+        tag = "replace" if prefix < i2 and prefix < j2 else ("delete" if prefix < i2 else "insert")
+        codes.append((tag, prefix, i2, prefix, j2))
+    if suffix:
+        codes.append(("equal", i2, len(left), j2, len(right)))
+    return codes
+
+
+def list_opcodes(left: list[str], right: list[str], budget: int | None = None) -> Opcodes:
+    """difflib's opcodes for two lists of item keys when they cost at most ``budget`` steps (default
+    ``ALIGN_BUDGET``), else ``_linear_opcodes`` (so aligning any pair of lists is bounded)."""
+    try:
+        return _BoundedMatcher(left, right, ALIGN_BUDGET if budget is None else budget).get_opcodes()
+    except _OverBudget:
+        return _linear_opcodes(left, right)
+
+
 def _align_lists(old: list[Any], new: list[Any]) -> tuple[dict[_Slot, Any], dict[_Slot, Any]]:
     """Align two lists item by item (difflib on canonical JSON, as deepdiff does for hashable items).
 
@@ -97,7 +164,7 @@ def _align_lists(old: list[Any], new: list[Any]) -> tuple[dict[_Slot, Any], dict
     right = [canonical_json(x) for x in new]
     small_old: dict[_Slot, Any] = {}
     small_new: dict[_Slot, Any] = {}
-    opcodes = difflib.SequenceMatcher(None, left, right, autojunk=False).get_opcodes()
+    opcodes = list_opcodes(left, right)
     if len(left) == len(right):
         positional = [i for i in range(len(left)) if left[i] != right[i]]
         aligned_cost = sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in opcodes if tag != "equal")

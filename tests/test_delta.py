@@ -95,3 +95,40 @@ def test_same_json_keeps_bool_apart_from_numbers():
     assert same_json({"a": 1}, {"a": 1.0})
     assert not same_json({"a": 1}, {"a": True})
     assert not same_json([1, 2], [2, 1])
+
+
+# --- issue 21.7: aligning lists is bounded; within the bound it is difflib's alignment ----------------------
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=40), st.lists(st.integers(0, 3), max_size=40))
+def test_within_budget_lists_align_exactly_as_difflib_does(left, right):
+    import difflib
+
+    from envsim.delta import list_opcodes
+
+    keys_l, keys_r = [str(x) for x in left], [str(x) for x in right]
+    assert list_opcodes(keys_l, keys_r) == difflib.SequenceMatcher(None, keys_l, keys_r, autojunk=False).get_opcodes()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 2), max_size=60), st.lists(st.integers(0, 2), max_size=60))
+def test_over_budget_lists_get_an_exact_linear_patch(old, new):
+    from unittest import mock
+
+    from envsim import delta as delta_module
+
+    with mock.patch.object(delta_module, "ALIGN_BUDGET", 5):  # every list with repeats takes the linear path
+        delta = compute_delta({"x": old}, {"x": new})
+    assert same_json(apply_patch({"x": old}, delta.patch), {"x": new})
+    assert delta.size <= max(len(old), len(new))  # the middle paired in order: at most one change per slot
+
+
+def test_hostile_repeats_stop_difflib_at_the_budget():
+    from envsim.delta import ALIGN_BUDGET, _BoundedMatcher, _OverBudget, list_opcodes
+
+    left, right = ["0"] * 2000, ["0"] * 4000  # difflib: 8 million steps in its first call
+    with pytest.raises(_OverBudget):
+        _BoundedMatcher(left, right, ALIGN_BUDGET).get_opcodes()
+    assert list_opcodes(left, right) == [("equal", 0, 2000, 0, 2000), ("insert", 2000, 2000, 2000, 4000)]
+    delta = compute_delta({"x": [0] * 2000}, {"x": [0] * 4000})
+    assert delta.size == 2000 and same_json(apply_patch({"x": [0] * 2000}, delta.patch), {"x": [0] * 4000})
