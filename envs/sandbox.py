@@ -239,9 +239,13 @@ class _Worker:
             if left <= 0:
                 self.close()
                 raise SandboxError(f"untrusted code exceeded the wall-time limit ({self.limits['wall_seconds']:g} s)")
-            ready, _, _ = select.select([fd], [], [], left)
+            try:
+                ready, _, _ = select.select([fd], [], [], left)
+                chunk = os.read(fd, 1 << 16) if ready else None
+            except (OSError, ValueError):  # closed from another thread (close_workers, pool eviction)
+                self.close()
+                raise SandboxError("sandbox worker was closed during the call") from None
             if ready:
-                chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     self.close()
                     raise SandboxError("sandbox worker died")
@@ -286,7 +290,7 @@ def _decode_answer(body: bytes) -> Any:
 
 
 def session_members(session: int, proc: str = "/proc") -> list[int]:
-    """Pids of the processes whose session id is ``session`` (read from ``/proc/PID/stat``)."""
+    """Pids of the live processes (zombies left out) whose session id is ``session`` (``/proc/PID/stat``)."""
     members = []
     for entry in os.listdir(proc):
         if not entry.isdigit():
@@ -296,7 +300,7 @@ def session_members(session: int, proc: str = "/proc") -> list[int]:
                 fields = handle.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if len(fields) > 3 and int(fields[3]) == session:  # state, ppid, pgrp, session
+        if len(fields) > 3 and int(fields[3]) == session and fields[0] not in (b"Z", b"X"):  # state .. session
             members.append(int(entry))
     return members
 

@@ -422,12 +422,12 @@ def _refuse_module_builder(*args: Any) -> None:
 def _strip_module_builders() -> None:
     """Replace ``_imp``'s module builders: ``BuiltinImporter.load_module('marshal')`` and friends build
     modules without an import event, so in a call child they refuse instead (nothing keeps the originals)."""
-    imp = sys.modules.get("_imp")
-    if imp is None:
-        return
-    for name in _MODULE_BUILDERS:
-        if hasattr(imp, name):
-            setattr(imp, name, _refuse_module_builder)
+    holders = (sys.modules.get("_frozen_importlib"), sys.modules.get("_frozen_importlib_external"))
+    modules = {id(m): m for m in (sys.modules.get("_imp"), *(getattr(h, "_imp", None) for h in holders)) if m}
+    for imp in modules.values():
+        for name in _MODULE_BUILDERS:
+            if hasattr(imp, name):
+                setattr(imp, name, _refuse_module_builder)
 
 
 def _run_call(prepared: dict[str, Any], setup: dict[str, Any], raw_request: bytearray, out: int) -> None:

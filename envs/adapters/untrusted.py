@@ -5,6 +5,11 @@ from its syntax tree; type hints and defaults are rebuilt only from an allow-lis
 (``str``, ``int``, ``Optional``, ``List``, ``Literal`` ...) and literals, so the schemas come from
 the code without running it. Every call runs in a confined sandbox worker (``envsim.envs.sandbox``):
 a warm worker per class source, a fresh forked child and a fresh instance per call.
+
+The syntax tree is built in this process, so the source is bounded first (``MAX_SOURCE_BYTES``:
+parsing costs up to ~900 bytes of memory per source byte, measured). A source that cannot be read
+(too large, not Python, no such class, a default that fails at definition) is an
+``EnvironmentSourceError`` naming the reason.
 """
 
 from __future__ import annotations
@@ -16,9 +21,17 @@ from typing import Any, Callable, Sequence
 
 from envsim.envs.adapters.foreign import load_save_fixed_point
 from envsim.envs.base import Environment, ToolSpec
+from envsim.envs.schema import SchemaError
 from envsim.envs.sandbox import Limits, run_request
 from envsim.envs.source import SOURCE_ATTRIBUTE
 from envsim.records import Action
+
+MAX_SOURCE_BYTES = 256 << 10  # parsed here: ~225 MB of syntax tree at worst (``x = [1,1,...]``-style)
+
+
+class EnvironmentSourceError(ValueError):
+    """An untrusted class source EnvSim cannot wrap: too large, not Python, or failing at definition."""
+
 
 _SAFE_NAMES: dict[str, Any] = {
     "str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict, "tuple": tuple,
@@ -74,8 +87,11 @@ def _stub(fn: ast.FunctionDef) -> Callable[..., Any]:
         if i >= first_default:
             try:
                 default = ast.literal_eval(defaults[i - first_default])
-            except ValueError:
+            except ValueError:  # not a literal (a name, a call): the schema shows no default
                 default = None
+            except (TypeError, SyntaxError, MemoryError, RecursionError) as exc:  # e.g. {[]: 1}
+                raise EnvironmentSourceError(f"the default of {arg.arg!r} in {fn.name}() fails at definition "
+                                             f"({type(exc).__name__}: {exc})") from None
         annotations[arg.arg] = _safe_annotation(arg.annotation)
         parameters.append(inspect.Parameter(arg.arg, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
                                             annotation=annotations[arg.arg]))
@@ -91,12 +107,25 @@ def _stub(fn: ast.FunctionDef) -> Callable[..., Any]:
     return stub
 
 
-def _class_node(source: str, class_name: str) -> ast.ClassDef:
-    tree = ast.parse(source)
+def parse_source(source: Any) -> ast.Module:
+    """The syntax tree of an untrusted class source, bounded in size; ``EnvironmentSourceError`` otherwise."""
+    if not isinstance(source, str):
+        raise EnvironmentSourceError(f"env_class_code must be a string, got {type(source).__name__}")
+    size = len(source.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_SOURCE_BYTES:
+        raise EnvironmentSourceError(f"the class source is {size} bytes, over the {MAX_SOURCE_BYTES}-byte limit "
+                                     "(it is parsed in this process)")
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise EnvironmentSourceError(f"the class source is not valid Python ({type(exc).__name__}: {exc})") from None
+
+
+def _class_node(tree: ast.Module, class_name: str) -> ast.ClassDef:
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == class_name:
             return node
-    raise ValueError(f"the source defines no class named {class_name!r}")
+    raise EnvironmentSourceError(f"the source defines no class named {class_name!r}")
 
 
 class UntrustedEnvironment(Environment):
@@ -154,8 +183,9 @@ def from_envscaler(metadata: dict[str, Any], *, limits: Limits = Limits(), domai
     layer is unavailable, unless ``allow_unconfined`` (or ``ENVSIM_ALLOW_UNCONFINED_SANDBOX=1``).
     """
     source = metadata["env_class_code"]
-    class_name = metadata.get("env_class_name") or _first_class_name(source)
-    node = _class_node(source, class_name)
+    tree = parse_source(source)
+    class_name = metadata.get("env_class_name") or _first_class_name(tree)
+    node = _class_node(tree, class_name)
     methods = [n for n in node.body if isinstance(n, ast.FunctionDef)]
     init = next((m for m in methods if m.name == "__init__"), None)
     loader = "init" if init is not None and len(init.args.args) == 2 else "attrs"
@@ -164,7 +194,12 @@ def from_envscaler(metadata: dict[str, Any], *, limits: Limits = Limits(), domai
     if isinstance(configs, dict):
         configs = [configs]
     writes = set(write_tools) if write_tools is not None else {m.name for m in tools}
-    stubs = {m.name: _stub(m) for m in tools}
+    try:
+        stubs = {m.name: _stub(m) for m in tools}
+    except EnvironmentSourceError:
+        raise
+    except (TypeError, ValueError) as exc:  # e.g. a signature inspect refuses
+        raise EnvironmentSourceError(f"a tool signature of {class_name} cannot be read ({type(exc).__name__}: {exc})") from None
     namespace: dict[str, Any] = {
         "__module__": "envsim_untrusted",
         "__doc__": ast.get_docstring(node) or f"EnvScaler environment {class_name}.",
@@ -178,11 +213,15 @@ def from_envscaler(metadata: dict[str, Any], *, limits: Limits = Limits(), domai
     cls._envsim_tool_specs = {  # type: ignore[attr-defined]
         name: ToolSpec(name=name, method=stub, write=name in writes, strict=False) for name, stub in stubs.items()
     }
+    try:
+        cls.tool_schemas()  # derived now: a signature no schema can describe is the source's error
+    except (SchemaError, TypeError, ValueError) as exc:
+        raise EnvironmentSourceError(f"the tools of {class_name} have no JSON schema ({type(exc).__name__}: {exc})") from None
     return cls
 
 
-def _first_class_name(source: str) -> str:
-    for node in ast.parse(source).body:
+def _first_class_name(tree: ast.Module) -> str:
+    for node in tree.body:
         if isinstance(node, ast.ClassDef):
             return node.name
-    raise ValueError("the source defines no class")
+    raise EnvironmentSourceError("the source defines no class")
