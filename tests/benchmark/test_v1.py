@@ -60,6 +60,7 @@ def test_every_sample_re_executes_exactly(split):
         assert record["tools"] == cls.tool_schemas()
 
 
+@pytest.mark.slow
 def test_rebuild_reproduces_test_split_byte_for_byte(tmp_path):
     out = tmp_path / "test.jsonl"
     args = ["construct", *BUILD["test"]["args"], "--out", str(out)]

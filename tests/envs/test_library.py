@@ -13,13 +13,25 @@ from envsim.envs.registry import list_envs
 BUILTINS = [e for e in list_envs() if e.builtin]
 
 
+def _one_per_domain(entries: list) -> set[str]:
+    """The first environment of every domain (by id): the fast tier checks these, CI checks all."""
+    first: dict[str, str] = {}
+    for entry in sorted(entries, key=lambda e: e.id):
+        first.setdefault(entry.domain, entry.id)
+    return set(first.values())
+
+
+FAST = _one_per_domain(BUILTINS)
+CONFORMANCE_CASES = [pytest.param(e, id=e.id, marks=() if e.id in FAST else pytest.mark.slow) for e in BUILTINS]
+
+
 def test_library_size_and_domains():
     domains = Counter(e.domain for e in BUILTINS)
     assert len(BUILTINS) >= 150, f"only {len(BUILTINS)} environments"
     assert len(domains) >= 20, f"only {len(domains)} domains: {sorted(domains)}"
 
 
-@pytest.mark.parametrize("entry", BUILTINS, ids=[e.id for e in BUILTINS])
+@pytest.mark.parametrize("entry", CONFORMANCE_CASES)
 def test_environment_conforms(entry):
     """>=6 tools, >=3 writes, a 0-arg tool, a 1-arg read tool, purity, JSON, determinism over 200 seeded calls."""
     report = check_environment(entry.cls, seeds=4, steps=50)

@@ -72,6 +72,7 @@ def test_held_out_envs_are_refused(tmp_path):
         build_sft_data(TINY, tmp_path, env_ids=[read_test_envs("v1")[0]])
 
 
+@pytest.mark.slow
 def test_no_test_split_sample_in_any_training_file(tmp_path):
     """Every file 'envsim train data' writes is free of held-out environments and of test samples."""
     import re
