@@ -60,7 +60,8 @@ _FLAGGED_EVENTS = ("os.", "subprocess.", "socket.", "ctypes.", "shutil.", "pty."
                    "webbrowser.", "urllib.Request", "ftplib.", "smtplib.", "http.client.", "cpython._PySys_ClearAuditHooks",
                    "sys.monitoring", "code.__new__", "marshal.load", "pickle.find_class", "builtins.input")
 _FRAME_ATTRIBUTES = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
-_GUARDED_FUNCTION_ATTRIBUTES = ("__code__", "__globals__", "__defaults__", "__kwdefaults__")
+_REWRITES = ("__code__", "__globals__")          # rewriting any function this way is a violation
+_GUARDED_DEFAULTS = ("__defaults__", "__kwdefaults__")  # a violation on the sandbox's own functions
 # Loaders of the import machinery that build a module without an import event: unusable in a call.
 _MODULE_BUILDERS = ("create_builtin", "create_dynamic", "exec_builtin", "exec_dynamic", "get_frozen_object",
                     "init_frozen", "find_frozen")
@@ -532,7 +533,8 @@ def _tripwire(out: int, nonce: str, envsim_dir: str) -> Any:
              channel: tuple[Any, ...] = (out, prefix, json.encoder.encode_basestring_ascii, str.encode,
                                          _HEADER.pack, os.write, os._exit, VIOLATION_EXIT),
              flagged: tuple[str, ...] = _FLAGGED_EVENTS, frame_attributes: tuple[str, ...] = _FRAME_ATTRIBUTES,
-             guarded: tuple[str, ...] = _GUARDED_FUNCTION_ATTRIBUTES, forbidden: tuple[str, ...] = FORBIDDEN_MODULES,
+             rewrites: tuple[str, ...] = _REWRITES, guarded: tuple[str, ...] = _GUARDED_DEFAULTS,
+             function: type = type(_violation), forbidden: tuple[str, ...] = FORBIDDEN_MODULES,
              envsim_dir: str = envsim_dir, split: Any = str.split, startswith: Any = str.startswith,
              type_: Any = type) -> None:
         if event == "open":
@@ -552,8 +554,11 @@ def _tripwire(out: int, nonce: str, envsim_dir: str) -> Any:
             if type_(args[1]) is not str or args[1] in frame_attributes:
                 report(f"frame introspection ({shown(args[1])})", *channel)
         elif event == "object.__setattr__" and len(args) > 1:
-            if type_(args[1]) is not str or args[1] in guarded:
+            if type_(args[1]) is not str or args[1] in rewrites:
                 report(f"rewriting a function or class ({shown(args[1])})", *channel)
+            elif args[1] in guarded and type_(args[0]) is function and startswith(args[0].__code__.co_filename,
+                                                                                 envsim_dir):
+                report(f"rewriting a function of the sandbox ({shown(args[1])})", *channel)
 
     return hook
 

@@ -163,6 +163,7 @@ from enum import Enum
 
 T = TypeVar("T")
 Point = namedtuple("Point", "x y")
+Sized = namedtuple("Sized", "w h", defaults=(1,))   # sets __new__.__defaults__: ordinary code, no violation
 log = logging.getLogger(__name__)
 
 class Color(Enum):
@@ -183,7 +184,7 @@ class Shop:
         day = datetime.strptime(self.day, "%Y-%m-%d") + timedelta(days=1)
         self.day = day.strftime("%Y-%m-%d")
         return {"success": True, "day": self.day, "point": Point(1, 2)._asdict(), "color": Color.RED.name,
-                "item": asdict(Item("a")), "sqrt": math.sqrt(16), "sum": str(decimal.Decimal("1.1") + 2),
+                "item": asdict(Item("a")), "sqrt": math.sqrt(16), "sized": Sized(2)._asdict(), "sum": str(decimal.Decimal("1.1") + 2),
                 "digits": re.findall(r"[0-9]+", "a1b22"), "count": dict(Counter("aab")),
                 "hash": hashlib.sha256(b"x").hexdigest()[:8], "uuid_len": len(str(uuid.uuid4())),
                 "pick": random.Random(3).randint(1, 9), "copy": copy.deepcopy(json.loads('{"a": [1]}'))}
@@ -196,6 +197,7 @@ def test_common_standard_library_use_is_not_a_violation():
     observation = answer["observation"]
     assert answer["next_state"] == {"day": "2024-02-29"}
     assert observation["point"] == {"x": 1, "y": 2} and observation["item"] == {"name": "a", "tags": []}
+    assert observation["sized"] == {"w": 2, "h": 1}
     assert observation["sum"] == "3.1" and observation["digits"] == ["1", "22"] and observation["uuid_len"] == 36
     assert observation["copy"] == {"a": [1]} and observation["pick"] == __import__("random").Random(3).randint(1, 9)
 

@@ -426,3 +426,15 @@ def test_import_machinery_loaders_cannot_load_a_refused_module(loader, module):
 def test_from_envscaler_unreadable_source_is_a_clear_error(source, reason):
     with pytest.raises(EnvironmentSourceError, match=reason):
         from_envscaler({"env_class_code": source, "init_config": {}})
+
+
+def test_rewriting_the_sandboxs_own_functions_is_reported():
+    body = """
+    import sys
+    frame = sys._getframe(0)
+    while frame is not None and "_violation" not in frame.f_globals:
+        frame = frame.f_back
+    frame.f_globals["_violation"].__defaults__ = (None,) * 9
+    """
+    with pytest.raises(SandboxError, match="forbidden operation: rewriting a function of the sandbox"):
+        run_request(_request(body), LIMITS)
