@@ -83,7 +83,7 @@ def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) 
 
     return options.runs_root / slug(
         f"{options.model}-{bench_name}-{options.split}-{options.prompt_mode}"
-        + (f"-p{prompt_version}" if prompt_version != default_prompt_version(options.benchmark) else "")
+        + (f"-p{prompt_version}" if prompt_version != default_prompt_version(options.benchmark, options.prompt_mode) else "")
         + (f"-n{options.limit}" if options.limit else "") + ("-rollout" if options.track == "rollout" else ""))
 
 
@@ -106,7 +106,7 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
     records = evenly_spaced(records, options.limit)
     bench_name = (benchmark_path(options.benchmark, options.split).stem if Path(options.benchmark).is_file()
                   else options.benchmark)
-    prompt_version = options.prompt_version or default_prompt_version(options.benchmark)
+    prompt_version = options.prompt_version or default_prompt_version(options.benchmark, options.prompt_mode)
     try:
         token_counter, token_warning = eval_tokenizer(options.model, options.tokenizer_dir)
     except TokenizerUnavailable as exc:

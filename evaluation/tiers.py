@@ -172,7 +172,7 @@ def _run_chained(options: EvalOptions) -> EvalSummary:
     except (FileNotFoundError, ValueError) as exc:
         raise BenchmarkUnavailable(str(exc)) from None
     urls = endpoint_urls(options.base_urls, options.base_url_file)
-    prompt_version = options.prompt_version or default_prompt_version(options.benchmark)
+    prompt_version = options.prompt_version or default_prompt_version(options.benchmark, options.prompt_mode)
     config = EvalConfig(model=options.model, benchmark=options.benchmark, split=options.split,
                         benchmark_sha256=file_digest(options.benchmark, options.split),
                         prompt_mode=options.prompt_mode, prompt_version=prompt_version,
