@@ -8,8 +8,9 @@ Two sources, both labelled by executing the real classes (``envsim.envs.adapters
   involved class defining a name wins), each on the state the previous call of that class left;
 * **explorer**: the seeded explorer policy acting from the same initial configurations.
 
-The pool (ground truth first, then explorer, deduplicated) is sampled with ``BFCL_SPEC`` into the
-track: every record keeps ``origin`` (the BFCL ``module:Class``), ``source`` (``ground_truth`` or
+The pool (ground truth first, then explorer, deduplicated) loses its *draw-dependent* calls (those that
+draw from BFCL's per-call random generator, ``construction.rng_dependence``: their labels cannot follow from
+the prompt) and the rest is sampled with ``BFCL_SPEC`` into the track: every record keeps ``origin`` (the BFCL ``module:Class``), ``source`` (``ground_truth`` or
 ``explorer``) and, for ground truth, ``bfcl_entry`` (``<entry id>#<turn>.<call>``). Everything is
 seeded, so a rebuild is byte-identical. All BFCL classes are held out from training data.
 """
@@ -27,6 +28,7 @@ from envsim.envs.base import Environment
 from envsim.records import Action
 
 SPLIT = "test"   # the track is test data: BFCL classes never enter training
+DRAW_DEPENDENT = "draw_dependent"   # mark of pool records dropped because their call draws from the generator
 #: The track's composition: failures, no-change calls by arity, |Δ| 1 and 2 (each cell rotating over the
 #: classes), medium |Δ| spread over 3..6, at most 30 samples per class. BFCL's tools change little per call: the pool holds no |Δ| >= 7 (no difficult cell).
 BFCL_SPEC: dict[str, Any] = {
@@ -155,18 +157,29 @@ def build_pool(seed: int = 0, episodes: int = 8, steps: int = 20, category: str 
 
 def build_track(seed: int = 0, episodes: int = 8, steps: int = 20, spec: Spec | None = None,
                 category: str = "base", split: str = SPLIT) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(track records, pool)``: the pool sampled with ``BFCL_SPEC`` (cells the pool cannot fill stay short)."""
+    """``(track records, pool)``: the pool without draw-dependent calls, sampled with ``BFCL_SPEC``.
+
+    Cells the remaining pool cannot fill stay short. The returned pool is the whole pool, the dropped
+    records marked ``"draw_dependent": true`` (copies: no track record carries the mark), so that
+    ``pool_summary`` can count them.
+    """
+    from envsim.construction.rng_dependence import split_draw_dependent
+
     if split == "train":
         raise ValueError("BFCL classes are held out from training data")
     pool = build_pool(seed, episodes, steps, category, split)
-    track = stratified_sample(pool, spec or Spec.from_json(BFCL_SPEC), seed=seed, strict=False)
-    return track, pool
+    kept, dropped = split_draw_dependent(pool)
+    track = stratified_sample(kept, spec or Spec.from_json(BFCL_SPEC), seed=seed, strict=False)
+    marked = {id(r) for r in dropped}
+    return track, [{**r, DRAW_DEPENDENT: True} if id(r) in marked else r for r in pool]
 
 
 def pool_summary(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Counts per class and stratum (and per source), for reports."""
+    """Counts per class and stratum (and per source, and ``draw_dependent`` for dropped calls), for reports."""
     table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for record in records:
         table[record["env"]][record["stratum"]] += 1
         table[record["env"]][record.get("source", "?")] += 1
+        if record.get(DRAW_DEPENDENT):
+            table[record["env"]][DRAW_DEPENDENT] += 1
     return {env: dict(row) for env, row in sorted(table.items())}

@@ -168,6 +168,7 @@ def test_per_call_states_agree_with_a_persistent_bfcl_instance():
     assert compared > 50
 
 
+@pytest.mark.slow
 def test_track_build_is_deterministic_and_held_out():
     first, pool = track.build_track(seed=3, episodes=1, steps=6)
     second, _ = track.build_track(seed=3, episodes=1, steps=6)
@@ -178,6 +179,7 @@ def test_track_build_is_deterministic_and_held_out():
         track.build_track(split="train")
 
 
+@pytest.mark.slow
 def test_construct_track_bfcl_cli(tmp_path):
     from click.testing import CliRunner
 
@@ -196,6 +198,7 @@ def test_construct_track_bfcl_cli(tmp_path):
     assert refused.exit_code != 0 and "held out from training" in refused.output
 
 
+@pytest.mark.slow
 def test_shipped_v2_bfcl_track_rebuilds_byte_for_byte_and_re_executes(tmp_path):
     """benchmark/v2/bfcl.jsonl is what `envsim construct --track bfcl` builds, and every sample re-executes."""
     from click.testing import CliRunner
