@@ -13,7 +13,8 @@ Layers (each one alone stops the escapes it is named for; together one missed ho
   confined process cannot open, list, create, change or remove any path (open descriptors still work).
 - ``landlock-scope``: a Landlock domain scoped for signals and abstract Unix sockets (ABI 6, Linux
   6.12): no signal of any kind (``kill``, ``SIGIO``/``SIGURG`` through a file owner) reaches a process
-  outside the sandbox, whatever its uid.
+  outside the sandbox, whatever its uid. On an older kernel a worker started as root is accepted
+  without it (its private uid and seccomp stop signals to anyone else).
 - ``seccomp``: a libseccomp filter that kills the process on process creation, ``execve``, sockets,
   ``ptrace``, ``io_uring``, namespace and mount calls, opening a file for writing, every
   path-modifying call (rename, unlink, mkdir, mknod, chmod, utime, xattr ...) and making a descriptor
@@ -37,7 +38,8 @@ from typing import Any, Iterable
 
 LAYERS = ("session", "rlimits", "uid", "landlock", "landlock-scope", "seccomp", "tripwire")
 # A layer that may be missing when every layer named for it is active (what it guards, they guard).
-COVERED_BY = {"uid": ("landlock", "landlock-scope", "seccomp")}
+# (Coverage needs the covering layers active themselves: with both uid and landlock-scope missing, neither is.)
+COVERED_BY = {"uid": ("landlock", "landlock-scope", "seccomp"), "landlock-scope": ("uid", "seccomp")}
 PRIVATE_UID_BASE = 0x70000000  # systemd's "unused" block, above its container ranges, below the foreign range
 _PID_SPAN = 1 << 22            # pid_max can not exceed this: base + pid + k * span never collide between pids
 _LANDLOCK_SCOPE_ABI = 6

@@ -185,7 +185,11 @@ def test_a_missing_uid_layer_is_accepted_only_where_others_stand_in():
     layers["uid"] = "not started as root: the worker keeps your uid 1000"
     assert sandbox._uncovered(layers) == {}
     layers["landlock-scope"] = "Landlock ABI 5 has no signal scoping"
-    assert set(sandbox._uncovered(layers)) == {"uid", "landlock-scope"}
+    assert set(sandbox._uncovered(layers)) == {"uid", "landlock-scope"}   # neither stands in for the other
+    layers["uid"] = None                                                   # root on a kernel before 6.12
+    assert sandbox._uncovered(layers) == {}
+    layers["seccomp"] = "seccomp unavailable"
+    assert set(sandbox._uncovered(layers)) == {"landlock-scope", "seccomp"}
 
 
 def test_tripwire_survives_tampering_with_everything_the_call_reaches(tmp_path):
