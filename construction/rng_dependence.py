@@ -16,7 +16,8 @@ each of 8 other seeds, see ``label_changes_with_seed``).
 
 Environments without a per-call generator (the built-ins, τ-bench, any environment that is not a
 wrapped BFCL class) are deterministic and never draw-dependent: they are not executed here.
-The instrumentation patches ``BFCLCodec.decode`` for the duration of a ``with`` block: not thread-safe.
+The instrumentation patches ``BFCLCodec.decode`` for the duration of a ``with`` block: neither thread-safe
+nor reentrant (an inner block counts nothing).
 """
 
 from __future__ import annotations
