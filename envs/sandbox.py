@@ -123,7 +123,7 @@ def _setup(request: dict[str, Any], limits: Limits, *, tripwire: bool, confine: 
 _WARNED: set[str] = set()
 
 
-def _uncovered(layers: dict[str, str | None]) -> dict[str, str]:
+def uncovered_layers(layers: dict[str, str | None]) -> dict[str, str]:
     """Layers that are missing (not switched off) and not stood in for by active layers (``COVERED_BY``)."""
     missing = {k: v for k, v in layers.items() if v is not None and v != "switched off"}
     for layer, covering in sandbox_confine.COVERED_BY.items():
@@ -133,7 +133,7 @@ def _uncovered(layers: dict[str, str | None]) -> dict[str, str]:
 
 
 def _check_layers(worker: "_Worker", allow_unconfined: bool) -> None:
-    missing = _uncovered(worker.layers)
+    missing = uncovered_layers(worker.layers)
     if not missing:
         return
     opted_out = allow_unconfined or os.environ.get(OPT_OUT_VARIABLE) == "1"

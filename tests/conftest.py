@@ -52,9 +52,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     import os
     import warnings
 
-    from envsim.envs.sandbox import confinement_report
+    from envsim.envs.sandbox import confinement_report, uncovered_layers
 
-    missing = {layer: why for layer, why in confinement_report().items() if why is not None}
+    missing = uncovered_layers(confinement_report())
     if missing and "ENVSIM_ALLOW_UNCONFINED_SANDBOX" not in os.environ:
         os.environ["ENVSIM_ALLOW_UNCONFINED_SANDBOX"] = "1"
         warnings.warn(f"sandbox layers missing here ({missing}); untrusted-adapter tests run unconfined",
