@@ -1,58 +1,71 @@
-"""Evaluator overhead and throughput against a local OpenAI-compatible server.
+"""Evaluator overhead, end to end, against a local OpenAI-compatible server (``evaluation/fake_server.py``).
 
-    python benchmarks/eval_overhead.py [--samples 400] [--latency 0.1] [--concurrency 64]
+    python benchmarks/eval_overhead.py [--samples 400] [--latency 0.1] [--concurrency 64] [--repeats 3]
 
-Prints: (1) evaluator overhead per sample against a zero-latency server (prompt building, HTTP,
-parsing, scoring, result writing), as wall time (which includes the single-process Python test
-server sharing the machine's two cores) and as the evaluator's own CPU time; (2) wall time for N samples against a server that takes
-LATENCY seconds per request at the given concurrency (the floor is N / concurrency * LATENCY);
-(3) mean prompt size per sample in ``mdp`` and ``full-class`` mode (characters, and tokens
-estimated at 4 characters per token: no tokenizer is downloaded here).
+Runs the real ``envsim eval --model oracle --base-url URL`` command as a child process on the shipped v1
+test split (the fake server answers with the oracle's answers, in its own process) and prints, as the
+median of ``--repeats`` runs:
+
+1. start-up: CPU and wall of ``envsim eval --help`` (interpreter, imports of the command line);
+2. zero-latency server, concurrency 8 (the default): the command's CPU time in total and per sample
+   (total minus start-up, divided by the samples), its wall time and its peak memory (max RSS);
+3. a server that takes ``--latency`` seconds per request at ``--concurrency``: wall time against the
+   floor ``samples / concurrency * latency``.
+
+Prompt sizes are counted (not estimated) with ``envsim.tokens``: see ``benchmarks/prompt_tokens.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import os
+import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from envsim.evaluation.fake_server import server_process
-from envsim.evaluation.prompts import build_messages
-from envsim.tokens import chat_tokens, tokenizer_name
-from envsim.evaluation.providers import OpenAICompatibleProvider
-from envsim.evaluation.runner import EvalConfig, RetryPolicy, prepare_run_dir, run_samples
+ENVSIM = [sys.executable, "-c", "from envsim.cli import main; main()"]
 
 
-def benchmark_records(samples: int) -> list[dict]:
-    """The shipped v1 test split when present, else a pool rolled out from the built-in library."""
-    try:
-        from envsim.benchmark import load
+def child_run(args: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of one child ``envsim`` command."""
+    env = {**os.environ, "ENVSIM_PROGRESS": "off"}
+    with tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(ENVSIM + args, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _pid, status, usage = os.wait4(proc.pid, 0)  # this child's own usage (not the server's)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"envsim {' '.join(args)} exited {proc.returncode}: {err.read()[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
-        records = load("v1", "test")
-    except FileNotFoundError:
-        from envsim.construction.pipeline import build_pool
-        from envsim.envs.registry import list_envs
 
-        records = build_pool([e.id for e in list_envs()][:20], seed=0, episodes=2, steps=20, split="test")
-    return (records * (samples // max(len(records), 1) + 1))[:samples]
+def eval_args(base_url: str, run_dir: Path, samples: int, concurrency: int) -> list[str]:
+    """The ``envsim eval`` command line of one measured run."""
+    limit = [] if samples >= 400 else ["--limit", str(samples)]
+    return ["eval", "--model", "oracle", "--base-url", base_url, "--run-dir", str(run_dir), "--overwrite",
+            "--concurrency", str(concurrency), *limit]
 
 
-def timed_run(records: list[dict], latency: float, concurrency: int) -> tuple[float, float]:
-    """Wall seconds and evaluator CPU seconds to evaluate ``records`` against a fake server with ``latency``."""
-    unique = {r["id"]: r for r in records}
-    with server_process(list(unique.values()), latency=latency) as base_url, tempfile.TemporaryDirectory() as tmp:
-        provider = OpenAICompatibleProvider("oracle", base_url=base_url)
-        config = EvalConfig(model="oracle", base_url=base_url)
-        run_dir = Path(tmp)
-        prepare_run_dir(run_dir, config)
-        rows = [{**r, "id": f"{r['id']}-{i}"} for i, r in enumerate(records)]
-        start, cpu = time.perf_counter(), time.process_time()
-        asyncio.run(run_samples(rows, provider, config, run_dir, concurrency=concurrency,
-                                policy=RetryPolicy(timeout=60, max_retries=2)))
-        return time.perf_counter() - start, time.process_time() - cpu
+def measure(records: list[dict], samples: int, latency: float, concurrency: int, repeats: int
+            ) -> tuple[float, float, float]:
+    """Median wall, median CPU and the largest peak RSS of ``repeats`` evaluations against a fresh server."""
+    from envsim.evaluation.fake_server import server_process
+
+    walls, cpus, peaks = [], [], []
+    with server_process(records, latency=latency) as base_url, tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeats):
+            wall, cpu, peak = child_run(eval_args(base_url, Path(tmp) / f"run{i}", samples, concurrency))
+            walls.append(wall)
+            cpus.append(cpu)
+            peaks.append(peak)
+            shutil.rmtree(Path(tmp) / f"run{i}", ignore_errors=True)
+    return statistics.median(walls), statistics.median(cpus), max(peaks)
 
 
 def main() -> None:
@@ -61,29 +74,24 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=400)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    records = benchmark_records(args.samples)
+    from envsim.benchmark import load
 
-    timed_run(records[:20], 0.0, 1)  # warm-up: imports, oracle answers cached by the server
-    zero, zero_cpu = timed_run(records, 0.0, 1)
-    print(f"zero-latency server, concurrency 1: {1000 * zero / len(records):.1f} ms wall per sample "
-          f"(server included), evaluator CPU {1000 * zero_cpu / len(records):.1f} ms per sample")
-    slow, slow_cpu = timed_run(records, args.latency, args.concurrency)
-    floor = len(records) / args.concurrency * args.latency
-    print(f"{len(records)} samples at {1000 * args.latency:.0f} ms latency, concurrency {args.concurrency}: "
-          f"{slow:.2f} s wall (floor {floor:.2f} s), evaluator CPU {slow_cpu:.2f} s")
-
-    from envsim.envs.registry import get_env
-    from envsim.envs.source import class_source
-
-    sizes: dict[str, list[int]] = {"mdp": [], "full-class": []}
-    for record in {r["id"]: r for r in records}.values():
-        source = class_source(get_env(record["env"]))
-        for mode in sizes:
-            sizes[mode].append(chat_tokens(build_messages(record, mode, class_source=source)))
-    for mode, values in sizes.items():
-        print(f"prompt size, {mode:10}: mean {statistics.mean(values):,.0f} tokens (counted with {tokenizer_name()}; "
-              "per version and mode: benchmarks/prompt_tokens.py)")
+    records = load("v1", "test")
+    samples = min(args.samples, len(records))
+    startups = [child_run(["eval", "--help"]) for _ in range(args.repeats)]
+    startup_wall = statistics.median(s[0] for s in startups)
+    startup_cpu = statistics.median(s[1] for s in startups)
+    print(f"start-up (envsim eval --help): {startup_cpu:.2f} s CPU, {startup_wall:.2f} s wall")
+    wall, cpu, peak = measure(records, samples, 0.0, 8, args.repeats)
+    print(f"{samples} samples, zero-latency server, concurrency 8: {cpu:.2f} s CPU in total "
+          f"({1000 * (cpu - startup_cpu) / samples:.2f} ms per sample after start-up), {wall:.2f} s wall "
+          f"(server process not included in CPU), peak memory {peak:.0f} MB")
+    wall, cpu, _ = measure(records, samples, args.latency, args.concurrency, args.repeats)
+    floor = samples / args.concurrency * args.latency
+    print(f"{samples} samples at {1000 * args.latency:.0f} ms latency, concurrency {args.concurrency}: "
+          f"{wall:.2f} s wall (latency floor {floor:.2f} s, {wall / floor:.2f}x), {cpu:.2f} s CPU")
 
 
 if __name__ == "__main__":

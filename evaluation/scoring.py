@@ -100,14 +100,17 @@ def score_prediction(record: dict[str, Any], answer: ParsedAnswer) -> SampleScor
         answer.feedback_text is not None and same_json(answer.feedback_text, record["observation"]))
     lenient, original = original_rule_verdicts(record, answer)
     reason = None
+    unchanged = answer.patch == []  # "no change": the prediction is the state itself, its Δ has no path
     try:
-        predicted = answer.next_state if answer.patch is None else apply_prediction(record["state"], answer.patch)
+        predicted = (answer.next_state if answer.patch is None
+                     else record["state"] if unchanged else apply_prediction(record["state"], answer.patch))
     except ValueError as exc:
         return SampleScore(True, fm, False, lenient, 0.0, 0.0, 0.0, reason=str(exc), cm_original=original)
     truth = true_changed_paths(record)
     try:
         cm = same_json(predicted, record["next_state"])
-        predicted_paths = set(truth) if cm else set(compute_delta(record["state"], predicted).paths)
+        predicted_paths = (set(truth) if cm else set() if unchanged
+                           else set(compute_delta(record["state"], predicted).paths))
     except (RecursionError, ValueError, TypeError) as exc:
         return SampleScore(True, fm, False, lenient, 0.0, 0.0, 0.0,
                            reason=f"prediction not comparable: {type(exc).__name__}", cm_original=original)
