@@ -6,10 +6,23 @@ import json
 import math
 from typing import Any, Mapping
 
-from envsim.delta import canonical_json, compute_delta
+from envsim.delta import DeltaTooLarge, canonical_json, compute_delta
 from envsim.envs.base import Environment, StateError
 from envsim.envs.source import env_version
+from envsim.jsonsafe import count_values
 from envsim.records import Action, Transition
+
+
+#: JSON values a state, next state or observation may hold (a τ-bench airline database holds 162,000; a
+#: 15.7 MiB answer of ``{}`` holds 4 million): larger ones are refused before any copy or diff is made.
+MAX_STATE_VALUES = 2_000_000
+
+
+def check_size(value: Any, what: str) -> None:
+    """Raise ``StateError`` when ``value`` holds more than ``MAX_STATE_VALUES`` JSON values."""
+    if count_values(value, MAX_STATE_VALUES) > MAX_STATE_VALUES:
+        raise StateError(f"{what} holds more than {MAX_STATE_VALUES:,} JSON values (envsim.envs.executor."
+                         "MAX_STATE_VALUES): too large to label")
 
 
 class NondeterminismError(RuntimeError):
@@ -55,16 +68,22 @@ def execute(env_class: type[Environment], state: Mapping[str, Any], action: Acti
     raises answers an error observation with whatever it mutated before raising kept.
     """
     action = Action.from_json(action)
+    check_size(state, "state")
     check_json_state(state)
     state = json.loads(canonical_json(state))
     observation, next_state = env_class.run_call(state, action)
+    check_size(observation, "observation")
+    check_size(next_state, "next state")
     check_json_state(next_state, "next state")
     next_state = json.loads(canonical_json(next_state))
     if check_determinism:
         second, again = env_class.run_call(state, action)
         if canonical_json(second) != canonical_json(observation) or canonical_json(again) != canonical_json(next_state):
             raise NondeterminismError(f"{env_class.env_id()}.{action.name} is not deterministic on this state")
-    delta = compute_delta(state, next_state)
+    try:
+        delta = compute_delta(state, next_state)
+    except DeltaTooLarge as exc:
+        raise StateError(f"{env_class.env_id()}.{action.name}: {exc}") from None
     return Transition(
         env=env_class.env_id(),
         env_version=env_version(env_class),

@@ -73,6 +73,21 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+def count_values(value: Any, limit: int) -> int:
+    """Number of JSON values in ``value`` (containers and scalars), counted without recursion; stops at
+    ``limit + 1``, so the cost is bounded by the limit, not by the value."""
+    count = 0
+    stack: list[Any] = [value]
+    while stack and count <= limit:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return count
+
+
 def _depth_error(limit: int) -> JSONLimitError:
     return JSONLimitError(f"JSON nested deeper than {limit} levels")
 
