@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import json
 import os
 import sys
 import textwrap
@@ -97,13 +98,19 @@ def tool_classes(domain: str) -> list[type]:
 
 
 @functools.lru_cache(maxsize=2)
-def _database(domain: str) -> dict[str, Any]:
-    return _module(domain, "data").load_data()
+def _database_text(domain: str) -> str:
+    from envsim.delta import canonical_json
+
+    return canonical_json(_module(domain, "data").load_data())
 
 
 def initial_database(domain: str) -> dict[str, Any]:
-    """A fresh copy of the domain's initial database (τ-bench's ``load_data()``)."""
-    return json_copy(_database(domain))
+    """A fresh copy of the domain's initial database (τ-bench's ``load_data()``) in canonical key order.
+
+    Keys are sorted as in every EnvSim state (the executor canonicalises states), so observations that dump
+    records (``json.dumps(order)``) read the same whether a call is labelled, re-executed or replayed.
+    """
+    return json.loads(_database_text(domain))
 
 
 def task_actions(domain: str, split: str = "test") -> list[list[Action]]:
