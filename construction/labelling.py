@@ -15,9 +15,10 @@ RECORD_FIELDS = ("id", "env", "env_version", "tool", "action", "state", "code", 
 
 
 def sample_id(env_id: str, state: dict[str, Any], action: dict[str, Any]) -> str:
-    """Identity of an (environment, state, action) triple: sha256 of their canonical JSON, shortened."""
+    """Identity of an (environment, state, action) triple: sha256 of their canonical JSON, shortened (a lone
+    surrogate, which untrusted states can hold, is hashed as its code point; other text as UTF-8, as always)."""
     text = canonical_json([env_id, state, action])
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
 def to_record(transition: Transition, env_class: type[Environment], split: str) -> dict[str, Any]:

@@ -125,3 +125,21 @@ def test_symlinked_run_files_are_refused_and_their_targets_untouched(tmp_path, s
     assert result.exit_code == 1, result.output
     assert f"{run_dir / name} is a symbolic link or not a regular file" in result.output
     assert target.read_text() == "keep me\n"
+
+
+def test_a_state_with_surrogates_is_labelled_written_and_read_back(tmp_path):
+    from envsim.benchmark import load
+    from envsim.construction.labelling import sample_id, to_record
+    from envsim.envs.executor import execute
+    from envsim.envs.registry import get_env
+
+    env = get_env("online_store-v1")
+    state = {**env.sample_state(0), "note": "half \ud800 pair"}
+    transition = execute(env, state, {"name": "list_products", "arguments": {}})
+    record = to_record(transition, env, "test")
+    assert record["id"] == sample_id(record["env"], record["state"], record["action"])
+    assert sample_id("e", {"a": "é"}, {}) == __import__("hashlib").sha256(
+        '["e",{"a":"é"},{}]'.encode()).hexdigest()[:20]  # ordinary text hashes as before
+    path = tmp_path / "bench.jsonl"
+    write_jsonl([record], path)
+    assert load(str(path))[0]["state"]["note"] == "half \ud800 pair"
