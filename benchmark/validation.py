@@ -4,8 +4,8 @@ A benchmark file can come from anywhere (``--benchmark PATH``). Every problem is
 ``BenchmarkFileError("file:line: what is wrong")`` before a single request is sent: bytes that are
 not UTF-8, a line that is not strict JSON (NaN, an integer longer than Python reads, nesting deeper
 than ``MAX_DEPTH``), a line that is not an object, a missing or mistyped field, a duplicate id, an
-``env`` that would import code (``module:Class`` of a module the user did not trust, an unknown namespace:
-a benchmark file is data, see ``envsim.envs.trust``).
+``env`` that would import code (``module:Class`` of a module the user did not trust: a benchmark file is
+data, see ``envsim.envs.trust``).
 """
 
 from __future__ import annotations

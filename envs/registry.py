@@ -54,7 +54,7 @@ def _plugin_namespaces() -> tuple[tuple[str, str], ...]:
 
 def refusal(env_id: str) -> str | None:
     """Why ``env_id`` may not be resolved (it would import untrusted code), or ``None``; imports nothing."""
-    return env_refusal(env_id, frozenset(namespaces()))
+    return env_refusal(env_id)
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,11 @@ def get_env(env_id: str) -> type[Environment]:
     problem = refusal(env_id)
     if problem:
         raise UntrustedEnvironment(problem)
-    if ":" in env_id or "/" in env_id:
+    prefix, slash, _ = env_id.partition("/")
+    if slash and ":" not in env_id and prefix not in namespaces():
+        known = ", ".join(f"{n}/..." for n in sorted(namespaces()))
+        raise UnknownEnvironment(f"unknown environment {env_id!r}: no namespace {prefix!r} (known: {known})")
+    if ":" in env_id or slash:
         return _resolved(env_id)
     entries = registry()
     if env_id in entries:

@@ -71,17 +71,15 @@ def user_trusted_modules() -> tuple[str, ...]:
     return tuple(sorted(_trusted | set(_entry_point_modules())))
 
 
-def env_refusal(env_id: str, namespaces: frozenset[str] | set[str]) -> str | None:
-    """Why ``env_id`` may not be resolved from data, or ``None``; decided from the text alone (imports nothing)."""
-    if ":" in env_id:
-        module = env_id.partition(":")[0]
-        if is_trusted_module(module):
-            return None
-        return (f"environment {env_id!r} would import module {module!r}, which is not trusted: a benchmark file "
-                f"is data and cannot load code; if {module!r} is your own code, trust it with "
-                f"--env-module {module}")
-    prefix, sep, rest = env_id.partition("/")
-    if sep and prefix not in namespaces:
-        known = ", ".join(f"{n}/..." for n in sorted(namespaces)) or "none"
-        return f"environment {env_id!r} is in no known namespace (known: {known})"
-    return None
+def env_refusal(env_id: str) -> str | None:
+    """Why ``env_id`` would import code nobody trusted, or ``None``; decided from the text alone (imports nothing).
+
+    Only ``module:Class`` ids import a module named by the id; plain and namespaced ids resolve through
+    tables EnvSim and installed packages fill (an unknown one is merely unknown)."""
+    if ":" not in env_id:
+        return None
+    module = env_id.partition(":")[0]
+    if is_trusted_module(module):
+        return None
+    return (f"environment {env_id!r} would import module {module!r}, which is not trusted: a benchmark file "
+            f"is data and cannot load code; if {module!r} is your own code, trust it with --env-module {module}")

@@ -86,9 +86,11 @@ def test_benchmark_records_naming_untrusted_modules_are_refused_before_any_impor
 
 
 def test_get_env_refuses_untrusted_targets_without_importing(canary):
-    for target in (f"{CANARY}:X", "this:X", "nosuchns/Thing"):
-        with pytest.raises(reg.UntrustedEnvironment, match="not trusted|no known namespace"):
+    for target in (f"{CANARY}:X", "this:X"):
+        with pytest.raises(reg.UntrustedEnvironment, match="not trusted"):
             reg.get_env(target)
+    with pytest.raises(reg.UnknownEnvironment, match="no namespace 'nosuchns'"):
+        reg.get_env("nosuchns/Thing")
     assert CANARY not in sys.modules and not canary.exists() and "this" not in sys.modules
     assert reg.get_env("envsim.envs.library.commerce.online_store:OnlineStore") is reg.get_env("online_store-v1")
 
