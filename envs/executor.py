@@ -18,11 +18,24 @@ from envsim.records import Action, Transition
 MAX_STATE_VALUES = 2_000_000
 
 
-def check_size(value: Any, what: str) -> None:
-    """Raise ``StateError`` when ``value`` holds more than ``MAX_STATE_VALUES`` JSON values."""
-    if count_values(value, MAX_STATE_VALUES) > MAX_STATE_VALUES:
+def check_size(value: Any, what: str, text: str | None = None) -> None:
+    """Raise ``StateError`` when ``value`` holds more than ``MAX_STATE_VALUES`` JSON values.
+
+    Values are counted only when ``text`` (the value's canonical JSON, computed here if not given) is long
+    enough to hold that many: every value but the root takes at least two characters (itself and a comma)."""
+    text = canonical_json(value) if text is None else text
+    if len(text) > 2 * MAX_STATE_VALUES and count_values(value, MAX_STATE_VALUES) > MAX_STATE_VALUES:
         raise StateError(f"{what} holds more than {MAX_STATE_VALUES:,} JSON values (envsim.envs.executor."
                          "MAX_STATE_VALUES): too large to label")
+
+
+def _check_observation_size(observation: Any) -> None:
+    """``check_size`` of an observation that is JSON (one that is not is reported where it is written)."""
+    try:
+        text = canonical_json(observation)
+    except (TypeError, ValueError, RecursionError):
+        return
+    check_size(observation, "observation", text)
 
 
 class NondeterminismError(RuntimeError):
@@ -68,14 +81,16 @@ def execute(env_class: type[Environment], state: Mapping[str, Any], action: Acti
     raises answers an error observation with whatever it mutated before raising kept.
     """
     action = Action.from_json(action)
-    check_size(state, "state")
     check_json_state(state)
-    state = json.loads(canonical_json(state))
+    text = canonical_json(state)
+    check_size(state, "state", text)
+    state = json.loads(text)
     observation, next_state = env_class.run_call(state, action)
-    check_size(observation, "observation")
-    check_size(next_state, "next state")
     check_json_state(next_state, "next state")
-    next_state = json.loads(canonical_json(next_state))
+    text = canonical_json(next_state)
+    check_size(next_state, "next state", text)
+    _check_observation_size(observation)
+    next_state = json.loads(text)
     if check_determinism:
         second, again = env_class.run_call(state, action)
         if canonical_json(second) != canonical_json(observation) or canonical_json(again) != canonical_json(next_state):
