@@ -20,13 +20,18 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import marshal
 import sys
+import time
 from typing import Any
 
 import jsonpatch
+import jsonpointer
 
-from envsim.envs.views import View, compute_view, trace_call, traced, unwrap
+from envsim.delta import canonical_json
+from envsim.envs.views import View, compute_view, trace_call, traced, traced_env, unwrap
 from envsim.envs.views.analysis import ReadNeeds
+from envsim.envs.views.oracle import record_schema, view_of, view_oracle_answer
 from envsim.envs.views.view import build_view
 from envsim.evaluation.prompts import build_messages
 from envsim.tokens import chat_tokens, get_tokenizer
@@ -58,77 +63,153 @@ def one_hop_view(state: dict[str, Any], arguments: dict[str, Any]) -> View:
     return build_view(state, needs)
 
 
-def tau_figures(domain: str, counter: Any) -> dict[str, Any]:
-    """Coverage, tokens and view execution over one τ-bench domain's test-task calls."""
+def _local_changed_paths(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The changed paths of one call, diffing only the top-level records that differ (exact, and fast on
+    databases where a call changes a few records)."""
+    from envsim.delta import compute_delta
+    from envsim.envs.views.analysis import pointer
+
+    paths: list[str] = []
+    for top in sorted(set(before) | set(after)):
+        old, new = before.get(top), after.get(top)
+        if old == new:
+            continue
+        if not (isinstance(old, dict) and isinstance(new, dict)):
+            paths.extend(compute_delta({top: old}, {top: new}).paths)
+            continue
+        for key in [k for k in old if k not in new] + [k for k in new if k not in old]:
+            paths.append(pointer((top, key)))
+        for key in (k for k in old if k in new and old[k] != new[k]):
+            paths.extend(pointer((top, key)) + p for p in compute_delta(old[key], new[key]).paths)
+    return paths
+
+
+def scored(record: dict[str, Any], answer: dict[str, Any]) -> tuple[bool, bool]:
+    """FM and CM of ``answer`` against ``record`` through the real parser and scorer."""
+    from envsim.evaluation.parsing import parse_answer
+    from envsim.evaluation.scoring import score_prediction
+
+    score = score_prediction(record, parse_answer(json.dumps(answer)))
+    return score.fm, score.cm
+
+
+def tau_rows(domain: str, counter: Any, real_scorer: bool = False) -> list[dict[str, Any]]:
+    """Coverage, tokens and the oracle through views over one τ-bench domain's test-task calls.
+
+    Each task replays from the initial database. A plain copy (``shadow``) carries the state the view is
+    computed from; the traced copy runs the real call. The view oracle's patch is applied to the shadow in
+    place and the two full states are compared (CM exactly, at C speed); ``real_scorer`` also scores each
+    answer with ``evaluation.scoring`` against the full truth (slow on megabyte states).
+    """
+    from envsim.delta import same_json
     from envsim.envs.adapters.tau import initial_database, task_actions, tau_env, tool_classes
 
     env = tau_env(domain)
     tools = {t.get_info()["function"]["name"]: t for t in tool_classes(domain)}
     sources = getattr(env, "_envsim_tool_sources")
     schemas = [t.get_info() for t in tools.values()]
+    database = json.loads(canonical_json(initial_database(domain)))
     rows = []
     for actions in task_actions(domain, "test"):
-        state, log = traced(initial_database(domain))
+        state, log = traced(database)
+        shadow = marshal.loads(marshal.dumps(database))
         for action in actions:
             name, args = action.name, action.arguments
-            record = {"env": f"tau/{domain}", "state": state, "action": {"name": name, "arguments": args},
+            record = {"env": f"tau/{domain}", "state": shadow, "action": {"name": name, "arguments": args},
                       "code": sources.get(name, ""), "tools": schemas}
-            view = compute_view(state, name, args, record["code"], tools[name].get_info())
+            view = compute_view(shadow, name, args, record["code"], tools[name].get_info())
             tokens = chat_tokens(build_messages(record, "mdp-view", version="3"), counter)
-            view_alone = unwrap(view.state)
+            answer = view_oracle_answer(record, run=lambda s: _invoke(tools[name], s, args))
+            baseline = one_hop_view(shadow, args)
+            obs, reads = trace_call(state, log, lambda s: _invoke(tools[name], s, args)[0])
+            row = {"covered": all(view.covers(*r) for r in reads), "tokens": tokens,
+                   "base_covered": all(baseline.covers(*r) for r in reads),
+                   "base_chars": len(baseline.render()), "view_chars": len(view.render())}
+            if real_scorer:
+                truth = {**record, "observation": obs, "next_state": state,
+                         "changed_paths": _local_changed_paths(shadow, state)}
+                row["fm"], row["cm"] = scored(truth, answer)
+            else:
+                row["fm"] = same_json(answer["observation"], obs)
             try:
-                view_obs = tools[name].invoke(copy.deepcopy(view_alone), **args) if name in tools else None
-                after_view = copy.deepcopy(view_alone)
-                tools[name].invoke(after_view, **args)
-                view_patch = jsonpatch.make_patch(view_alone, after_view)
-            except Exception as exc:  # noqa: BLE001 - a view the tool cannot run on is a disagreement
-                view_obs, view_patch = f"<raised {type(exc).__name__}>", None
-            before = unwrap(state)
-            baseline = one_hop_view(before, args)
-            obs, reads = trace_call(state, log, lambda s: tools[name].invoke(s, **args))
-            after = unwrap(state)
-            agrees = view_patch is not None and view_obs == obs and view_patch.apply(before) == after
-            rows.append({"covered": all(view.covers(*r) for r in reads), "tokens": tokens,
-                         "base_covered": all(baseline.covers(*r) for r in reads),
-                         "base_chars": len(baseline.render()), "view_chars": len(view.render()), "agrees": agrees})
-    return summarise(rows)
+                jsonpatch.apply_patch(shadow, answer["patch"], in_place=True)
+                cm = shadow == state
+            except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, LookupError, TypeError):
+                cm = False
+            row["cm"] = row.get("cm", True) and cm
+            if not cm:
+                shadow = unwrap(state)
+            if not (row["fm"] and row["cm"]):
+                row["miss"] = f"{name} {json.dumps(args)[:80]}"
+            rows.append(row)
+    return rows
+
+
+def tau_figures(domain: str, counter: Any, real_scorer: bool = False) -> dict[str, Any]:
+    """The figures of :func:`tau_rows` for one domain."""
+    return summarise(tau_rows(domain, counter, real_scorer))
+
+
+def _invoke(tool: Any, state: Any, args: dict[str, Any]) -> tuple[Any, Any]:
+    """τ-bench's ``invoke`` on ``state`` (mutated in place); an exception is an observation."""
+    try:
+        return tool.invoke(state, **args), state
+    except Exception as exc:  # noqa: BLE001 - the same on the view and the full state
+        return f"<raised {type(exc).__name__}: {exc}>", state
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Coverage and size figures of per-call rows."""
+    """Coverage, size and oracle figures of per-call rows."""
     out: dict[str, Any] = {"calls": len(rows), "coverage": sum(r["covered"] for r in rows) / max(1, len(rows))}
     for key in ("tokens", "view_chars", "base_chars", "shrink"):
         vals = [r[key] for r in rows if key in r]
         if vals:
             out[key] = {"p50": pct(vals, 0.5), "p95": pct(vals, 0.95), "max": max(vals)}
-    for key in ("base_covered", "agrees"):
+    for key in ("base_covered", "fm", "cm"):
         vals = [r[key] for r in rows if key in r]
         if vals:
             out[key] = sum(vals) / len(vals)
+    out["misses"] = [r["miss"] for r in rows if "miss" in r][:10]
     return out
 
 
 def long_state_figures(counter: Any) -> dict[str, Any]:
-    """Coverage and prompt shrink over benchmark v2 ``long_state``."""
+    """Coverage, prompt shrink and the oracle through views (real scorer) over benchmark v2 ``long_state``."""
     from envsim.benchmark import load
     from envsim.envs.registry import get_env
 
     rows = []
     for record in load("v2", "long_state"):
-        cls = get_env(record["env"])
-        env = cls.from_state(copy.deepcopy(record["state"]))
         state, log = traced(copy.deepcopy(record["state"]))
-        for key in state:
-            setattr(env, key, state[key])
+        env = traced_env(get_env(record["env"]), state, log)  # top-level scalars (self.today) traced too
         action = record["action"]
-        schema = next((t for t in record["tools"] if t.get("function", {}).get("name") == action["name"]), None)
-        view = compute_view(record["state"], action["name"], action["arguments"], record["code"], schema)
+        view = compute_view(record["state"], action["name"], action["arguments"], record["code"],
+                            record_schema(record))
         full = chat_tokens(build_messages(record, "mdp", version="2"), counter)
         tokens = chat_tokens(build_messages(record, "mdp-view", version="3"), counter)
         _, reads = trace_call(state, log, lambda s: _run_tool(env, action))
+        fm, cm = scored(record, view_oracle_answer(record))
         rows.append({"covered": all(view.covers(*r) for r in reads), "tokens": tokens, "shrink": full / tokens,
-                     "view_chars": len(view.render())})
+                     "view_chars": len(view.render()), "fm": fm, "cm": cm})
+        if not (fm and cm):
+            rows[-1]["miss"] = record["id"]
     return summarise(rows)
+
+
+def v1_oracle_figures() -> dict[str, Any]:
+    """The oracle through views (real scorer) over benchmark v1 test."""
+    from envsim.benchmark import load
+
+    rows = []
+    for record in load("v1", "test"):
+        view = view_of(record)
+        fm, cm = scored(record, view_oracle_answer(record))
+        rows.append({"covered": True, "view_chars": len(view.render()), "fm": fm, "cm": cm})
+        if not (fm and cm):
+            rows[-1]["miss"] = record["id"]
+    out = summarise(rows)
+    out.pop("coverage")
+    return out
 
 
 def _run_tool(env: Any, action: dict[str, Any]) -> Any:
@@ -143,29 +224,54 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--domains", default="retail,airline")
     parser.add_argument("--no-long-state", action="store_true")
+    parser.add_argument("--no-v1", action="store_true")
+    parser.add_argument("--real-scorer", action="store_true",
+                        help="score τ-bench view-oracle answers with evaluation.scoring too (slow: ~1 s a call)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     counter = get_tokenizer()
-    figures: dict[str, Any] = {d: tau_figures(d, counter) for d in args.domains.split(",") if d}
+    figures: dict[str, Any] = {}
+    seconds: dict[str, float] = {}
+    every: list[dict[str, Any]] = []
+    for domain in [d for d in args.domains.split(",") if d]:
+        started = time.perf_counter()
+        rows = tau_rows(domain, counter, args.real_scorer)
+        every += rows
+        figures[f"τ {domain}"] = summarise(rows)
+        seconds[f"τ {domain}"] = time.perf_counter() - started
+    if len(figures) > 1:
+        figures["τ both"] = summarise(every)
     if not args.no_long_state:
+        started = time.perf_counter()
         figures["v2 long_state"] = long_state_figures(counter)
+        seconds["v2 long_state"] = time.perf_counter() - started
+    if not args.no_v1:
+        started = time.perf_counter()
+        figures["v1 test"] = v1_oracle_figures()
+        seconds["v1 test"] = time.perf_counter() - started
     if args.json:
-        json.dump(figures, sys.stdout, indent=2)
+        json.dump({"figures": figures, "seconds": seconds}, sys.stdout, indent=2, ensure_ascii=False)
         print()
         return
     print("State views (mdp-view, prompt version 3; tokens counted with Qwen BPE, chat framing included)\n")
-    print("| calls | n | read coverage | prompt tokens p50 / p95 / max | view chars p50 / p95 | view execution = truth "
-          "| one-hop baseline coverage | baseline chars p50 / p95 | shrink p50 |")
+    print("| calls | n | read coverage | prompt tokens p50 / p95 / max | view chars p50 / p95 / max "
+          "| view oracle FM / CM | one-hop baseline coverage | baseline chars p50 / p95 | shrink p50 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, f in figures.items():
-        t, v = f["tokens"], f["view_chars"]
-        b = f.get("base_chars")
-        print(f"| {name} | {f['calls']} | {100 * f['coverage']:.1f}% | {t['p50']:,} / {t['p95']:,} / {t['max']:,} | "
-              f"{v['p50']:,} / {v['p95']:,} | "
-              + (f"{100 * f['agrees']:.1f}%" if "agrees" in f else "–") + " | "
+        t, v, b = f.get("tokens"), f["view_chars"], f.get("base_chars")
+        print(f"| {name} | {f['calls']} | " + (f"{100 * f['coverage']:.1f}%" if "coverage" in f else "–") + " | "
+              + (f"{t['p50']:,} / {t['p95']:,} / {t['max']:,}" if t else "–") + " | "
+              + f"{v['p50']:,} / {v['p95']:,} / {v['max']:,} | "
+              + f"{100 * f['fm']:.1f}% / {100 * f['cm']:.1f}% | "
               + (f"{100 * f['base_covered']:.1f}%" if "base_covered" in f else "–") + " | "
               + (f"{b['p50']:,} / {b['p95']:,}" if b else "–") + " | "
               + (f"{f['shrink']['p50']:.1f}x" if "shrink" in f else "–") + " |")
+    scorer = "evaluation.scoring" if args.real_scorer else "exact full-state comparison"
+    print(f"\nView oracle: the tool run on the view alone; τ-bench scored by {scorer}, v1/v2 by evaluation.scoring.")
+    for name, f in figures.items():
+        if f.get("misses"):
+            print(f"{name} misses: {f['misses']}")
+    print("seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()))
 
 
 if __name__ == "__main__":

@@ -43,8 +43,8 @@ instead of the state.
 """
 
 from envsim.envs.views.analysis import ReadNeeds, analyse_reads
-from envsim.envs.views.tracing import ReadLog, trace_call, traced, unwrap
+from envsim.envs.views.tracing import ReadLog, trace_call, traced, traced_env, unwrap
 from envsim.envs.views.view import View, build_view, compute_view
 
 __all__ = ["ReadLog", "ReadNeeds", "View", "analyse_reads", "build_view", "compute_view", "trace_call", "traced",
-           "unwrap"]
+           "traced_env", "unwrap"]

@@ -112,6 +112,8 @@ class ReadNeeds:
     keys: set = field(default_factory=set)        # containers whose key set is needed
     absent: set = field(default_factory=set)      # (container path, key) pairs that do not exist
     filters: list = field(default_factory=list)   # FilterNote
+    reach: set = field(default_factory=set)       # containers written to: present in the view, maybe empty
+    scan_fields: set = field(default_factory=set)  # (collection, field) a scan tests on each record it visits
     widened: list = field(default_factory=list)   # reasons the analysis had to widen
 
     def add_filter(self, note: FilterNote) -> None:
@@ -193,6 +195,9 @@ class ReadAnalyzer:
         self.steps = 0
         self.depth = 0
         self._loop_vars: set[str] = set()
+        self._pairs: dict[str, str] = {}  # value variable -> key variable of a ``for k, v in d.items()``
+        self.written: dict[Path, list] = {}  # state path -> abstract values the call may have written there
+        self._derefs: set = set()
 
     # -- set-up -------------------------------------------------------------------------------------
     def _collect(self, body: list[ast.stmt]) -> None:
@@ -238,6 +243,7 @@ class ReadAnalyzer:
                 self._literal(default) if default is not None else UNKNOWN)
         try:
             self._run_body(func.body, env)
+            self.use(env.get("<return>"))  # the observation is the returned value, read whole
         except _Return:
             pass
         except _Budget:
@@ -282,9 +288,38 @@ class ReadAnalyzer:
                 try:
                     out.append(self.at(p))
                 except (KeyError, IndexError, TypeError):
-                    continue
+                    pass
+                for written in self.written.get(p, ()):  # values the call may have written there before
+                    if p in self._derefs:  # a write that refers back to itself: not followed
+                        return UNKNOWN
+                    self._derefs.add(p)
+                    try:
+                        later = self.deref(written)
+                    finally:
+                        self._derefs.discard(p)
+                    if not isinstance(later, Known):
+                        return UNKNOWN
+                    out.extend(later.values)
             return known(*out)
         return UNKNOWN
+
+    def write(self, target: Any, key: Any, value: Any) -> None:
+        """``target[key] = value`` on the state: later reads of that path may see ``value`` too (writes add
+        candidates, never remove them: branches are not told apart)."""
+        if not (isinstance(target, Node) and isinstance(key, Known)):
+            return
+        for p in target.paths:
+            for k in key.values:
+                if isinstance(k, (str, int, bool)):
+                    self.written.setdefault(p + (k,), []).append(value)
+
+    def _write_target(self, target: ast.expr, value: Any, env: dict[str, Any]) -> None:
+        """Record a write through a subscript (``x[k] = v``) or a state attribute (``self.x = v``)."""
+        if isinstance(target, ast.Subscript):
+            self.write(self.eval(target.value, env), self._index_value(target.slice, env), value)
+        elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+              and target.value.id in self.root_names):
+            self.write(self.eval(target.value, env), Known((target.attr,)), value)
 
     def children(self, node: Node) -> Node:
         """All children of the containers at ``node`` (their key sets are needed)."""
@@ -429,10 +464,14 @@ class ReadAnalyzer:
             if stmt.value is not None:
                 self._assign(stmt.target, self.eval(stmt.value, env), env)
         elif isinstance(stmt, ast.AugAssign):
-            self.use(self.eval(stmt.target, env))
-            self.use(self.eval(stmt.value, env))
+            old, rhs = self.eval(stmt.target, env), self.eval(stmt.value, env)
+            self.use(old)
+            self.use(rhs)
+            new = self._fold(lambda a, b: _binop(stmt.op, a, b), [self.deref(old), self.deref(rhs)])
             if isinstance(stmt.target, ast.Name):
-                env[stmt.target.id] = UNKNOWN
+                env[stmt.target.id] = new
+            else:
+                self._write_target(stmt.target, new, env)
         elif isinstance(stmt, ast.Return):
             if stmt.value is not None:
                 value = self.eval(stmt.value, env)
@@ -487,15 +526,18 @@ class ReadAnalyzer:
                         part = self.children(value)
                 self._assign(elt, part, env)
         elif isinstance(target, ast.Subscript):
-            # a write: the container is reached (not read whole); a computed key is evaluated
-            self.eval(target.value, env)
+            # a write: the container is reached (present in the view, not read whole); a computed key is
+            # evaluated; the value written is read whole (it goes into the patch or the observation)
+            container = self.eval(target.value, env)
             self._index_value(target.slice, env)
-            if isinstance(value, Node):
-                self.use(value)
+            if isinstance(container, Node):
+                self.needs.reach.update(container.paths)
+            self.use(value)
+            self._write_target(target, value, env)
         elif isinstance(target, ast.Attribute):
             self.eval(target.value, env)
-            if isinstance(value, Node):
-                self.use(value)
+            self.use(value)
+            self._write_target(target, value, env)
         elif isinstance(target, ast.Starred):
             self._assign(target.value, Seq(self.iterate(value)), env)
 
@@ -515,8 +557,16 @@ class ReadAnalyzer:
         self._run_body(stmt.body, env)
         self._run_body(stmt.orelse, env)
 
+    def _note_pair(self, target: ast.expr, iterable: Any) -> None:
+        """Remember ``k, v`` of ``for k, v in d.items()``: narrowing ``v`` narrows ``k`` with it."""
+        if (isinstance(iterable, ItemsOf) and isinstance(target, ast.Tuple) and len(target.elts) == 2
+                and all(isinstance(e, ast.Name) for e in target.elts)):
+            self._pairs[target.elts[1].id] = target.elts[0].id
+
     def _for(self, stmt: ast.For, env: dict[str, Any]) -> None:
-        elem = self.iterate(self.eval(stmt.iter, env))
+        iterable = self.eval(stmt.iter, env)
+        self._note_pair(stmt.target, iterable)
+        elem = self.iterate(iterable)
         names = {n.id for n in ast.walk(stmt.target) if isinstance(n, ast.Name)}
         self._loop_vars |= names
         for _ in range(2):  # a second pass lets values assigned in the body reach the next iteration
@@ -530,7 +580,10 @@ class ReadAnalyzer:
         conjuncts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
         narrowed: dict[str, Any] = {}
         for conj in conjuncts:
+            reached = dict(env)
+            reached.update(narrowed)  # a conjunct is read on the records the earlier conjuncts let through
             if not (isinstance(conj, ast.Compare) and len(conj.ops) == 1 and isinstance(conj.ops[0], ast.Eq)):
+                self.use(self.eval(conj, reached))
                 continue
             for var_side, other in ((conj.left, conj.comparators[0]), (conj.comparators[0], conj.left)):
                 split = self._var_field(var_side)
@@ -542,12 +595,17 @@ class ReadAnalyzer:
                     continue
                 if name in {n.id for n in ast.walk(other) if isinstance(n, ast.Name)}:
                     continue
-                other_known = self.deref(self._strip_fold(other, env))
+                other_known = self.deref(self._strip_fold(other, reached))
                 if not isinstance(other_known, Known):
                     continue
                 folded = folded or self._is_folded(other)
-                narrowed[name] = self._filter(current, fields, other_known.values, folded)
+                # records narrowed by an earlier conjunct are shown: the code reads this field on each of them
+                narrowed[name] = self._filter(current, fields, other_known.values, folded, show_all=name in narrowed)
+                if name in self._pairs:
+                    narrowed[self._pairs[name]] = Known(_dedupe(p[-1] for p in narrowed[name].paths))
                 break
+            else:  # an equality that narrows nothing is read like any other conjunct
+                self.use(self.eval(conj, reached))
         return narrowed or None
 
     def _strip_fold(self, node: ast.expr, env: dict[str, Any]) -> Any:
@@ -582,7 +640,7 @@ class ReadAnalyzer:
             return node.id, tuple(reversed(fields)), folded
         return None
 
-    def _filter(self, current: Node, fields: tuple, values: tuple, folded: bool) -> Node:
+    def _filter(self, current: Node, fields: tuple, values: tuple, folded: bool, show_all: bool = False) -> Node:
         def norm(v: Any) -> Any:
             return v.strip().casefold() if folded and isinstance(v, str) else v
 
@@ -599,8 +657,11 @@ class ReadAnalyzer:
             if any(norm(value) == w for w in wanted):
                 matched.add(p)
                 self.needs.full.add(p + fields)
+            elif show_all:
+                self.needs.full.add(p + fields)
             by_parent.setdefault(p[:-1], []).append(p)
-        for parent, members in by_parent.items():
+        self.needs.scan_fields.update((parent, fields) for parent in by_parent)
+        for parent, members in ([] if show_all else by_parent.items()):  # shown fields need no note
             keys = [m[-1] for m in members if m in matched]
             self.needs.add_filter(FilterNote(parent, fields, tuple(values), folded, keys))
         return Node(frozenset(matched))
@@ -608,7 +669,8 @@ class ReadAnalyzer:
     # -- expressions --------------------------------------------------------------------------------
     def _index_value(self, node: ast.expr, env: dict[str, Any]) -> Any:
         if isinstance(node, ast.Slice):
-            parts = [self.eval(x, env) if x is not None else known(None) for x in (node.lower, node.upper, node.step)]
+            parts = [self.deref(self.eval(x, env)) if x is not None else known(None)
+                     for x in (node.lower, node.upper, node.step)]
             if all(isinstance(p, Known) and len(p.values) == 1 for p in parts):
                 return Known((slice(*(p.values[0] for p in parts)),))
             return UNKNOWN
@@ -786,6 +848,7 @@ class ReadAnalyzer:
         inner = dict(env)
         for gen in generators:
             iterable = self.eval(gen.iter, inner)
+            self._note_pair(gen.target, iterable)
             names = {n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
             self._loop_vars |= names
             if isinstance(iterable, ItemsOf) and gen.ifs and self._key_only(gen, names):
@@ -821,15 +884,32 @@ class ReadAnalyzer:
                 keep.append(p)
         self._assign(gen.target, TupleV((known(*(p[-1] for p in keep)), Node(frozenset(keep)))), env)
 
+    def _lambdas(self, node: ast.Call, over: Any, env: dict[str, Any]) -> None:
+        """Reads of the lambdas passed to a call (``sorted(xs, key=lambda r: r["score"])``): each parameter
+        is bound to an element of ``over``."""
+        lambdas = [a for a in list(node.args) + [kw.value for kw in node.keywords] if isinstance(a, ast.Lambda)]
+        if not lambdas:
+            return
+        elem = self.iterate(over) if over is not None else UNKNOWN
+        for lam in lambdas:
+            inner = dict(env)
+            for arg in lam.args.args:
+                inner[arg.arg] = elem
+            self.use(self.eval(lam.body, inner))
+
     def _call(self, node: ast.Call, env: dict[str, Any]) -> Any:
         func = node.func
         if isinstance(func, ast.Attribute):
             base = self.eval(func.value, env)
             args = [self.eval(a, env) for a in node.args]
             method = func.attr
+            self._lambdas(node, base if method == "sort" else next(
+                (a for a, n in zip(args, node.args) if not isinstance(n, ast.Lambda)), None), env)
             if (isinstance(func.value, ast.Name) and func.value.id in self.root_names
                     and method in self.functions):
-                return self._call_function(self.functions[method], [base] + args, node, env)
+                fn = self.functions[method]
+                static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
+                return self._call_function(fn, args if static else [base] + args, node, env)
             if method == "get" and args:
                 default = args[1] if len(args) > 1 else Known((None,))
                 return self.subscript(base, args[0], default=default)
@@ -844,6 +924,11 @@ class ReadAnalyzer:
                 if method in _MUTATORS_NO_READ:
                     for a in args:
                         self.use(a)
+                    for p in base.paths:  # a list grown in place is shown whole (its new indices are known)
+                        try:
+                            (self.needs.full if isinstance(self.at(p), list) else self.needs.reach).add(p)
+                        except (KeyError, IndexError, TypeError):
+                            continue
                     return known(None)
                 if method in ("copy", "deepcopy"):
                     return base
@@ -879,6 +964,7 @@ class ReadAnalyzer:
                 return self._call_function(self.functions[name], args, node, env)
             args = [self.eval(a, env) for a in node.args]
             kwargs = {kw.arg: self.eval(kw.value, env) for kw in node.keywords}
+            self._lambdas(node, next((a for a, n in zip(args, node.args) if not isinstance(n, ast.Lambda)), None), env)
             if name in ("deepcopy", "copy") and args:
                 return args[0]
             if name == "zip":
@@ -928,14 +1014,14 @@ class ReadAnalyzer:
                 inner[name] = UNKNOWN
         for arg, default in zip(fn.args.kwonlyargs, fn.args.kw_defaults):
             inner[arg.arg] = kwargs.get(arg.arg, self._literal(default) if default is not None else UNKNOWN)
-        saved_loops = self._loop_vars
-        self._loop_vars = set()
+        saved_loops, saved_pairs = self._loop_vars, self._pairs
+        self._loop_vars, self._pairs = set(), {}
         self.depth += 1
         try:
             self._run_body(fn.body, inner)
         finally:
             self.depth -= 1
-            self._loop_vars = saved_loops
+            self._loop_vars, self._pairs = saved_loops, saved_pairs
         return inner.get("<return>", known(None))
 
 

@@ -190,3 +190,24 @@ def trace_call(state: Any, log: ReadLog, call: Callable[[Any], Any]) -> tuple[An
     finally:
         log.active = False
     return result, log.take()
+
+
+def traced_env(env_class: type, state: dict[str, Any], log: ReadLog) -> Any:
+    """An instance of ``env_class`` whose public attributes are the (traced) values of ``state``.
+
+    Reading an attribute that is state (``self.today``, ``self.next_id``) logs a ``get`` of its top-level
+    path, so reads of top-level scalars are traced too (container attributes log their own reads).
+    """
+    names = frozenset(state)
+
+    class _Traced(env_class):  # type: ignore[misc, valid-type]
+        def __getattribute__(self, name: str) -> Any:
+            if name in names:
+                log.add("get", (name,))
+            return object.__getattribute__(self, name)
+
+    _Traced.__name__ = _Traced.__qualname__ = env_class.__name__
+    env = _Traced.__new__(_Traced)
+    for key, value in state.items():
+        object.__setattr__(env, key, value)
+    return env

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections import Counter
@@ -124,6 +125,40 @@ def _minimal(paths: set) -> set:
     return kept
 
 
+def _scan_closure(state: Any, needs: ReadNeeds, wanted: set) -> set:
+    """The fields a scan tests, on every record of the scanned collection that the view shows: the tool run
+    on the view visits those records and tests them as on the full state."""
+    extra: set = set()
+    present = wanted | needs.reach
+    for collection, fields in needs.scan_fields:
+        n = len(collection)
+        for key in {p[n] for p in present if len(p) > n and p[:n] == collection}:
+            if _exists(state, collection + (key,) + fields):
+                extra.add(collection + (key,) + fields)
+    return extra
+
+
+def _reached_containers(state: Any, needs: ReadNeeds, full: set) -> set:
+    """Dict containers the needs reach (not inside a full subtree) whose every ancestor is a dict."""
+    roots = {p for p, _ in needs.absent} | set(needs.keys) | {n.collection for n in needs.filters} | needs.reach
+    out = set()
+    for p in roots:
+        if not p or any(p[:i] in full for i in range(len(p) + 1)) or not _exists(state, p):
+            continue
+        if all(isinstance(_at(state, p[:i]), dict) for i in range(len(p) + 1)):
+            out.add(p)
+    return out
+
+
+def _in_state_order(partial: Any, state: Any, full: set, path: Path = ()) -> Any:
+    """``partial`` with the keys of its partly shown dicts in the full state's order (code that dumps or
+    iterates a record sees the same order as on the full state)."""
+    if path in full or not isinstance(partial, dict) or not isinstance(state, dict):
+        return partial
+    return {k: _in_state_order(partial[k], state[k], full, path + (k,)) for k in state if k in partial}
+
+
+@functools.lru_cache(maxsize=65536)
 def key_shape(key: Any) -> str:
     """A key's shape: digits as 9, words as ``<word>`` (``#W2378156`` -> ``#W9999999``)."""
     return re.sub(r"[A-Za-z]{3,}", "<word>", re.sub(r"\d", "9", str(key)))
@@ -146,6 +181,7 @@ def _describe_omitted(path: Path, container: dict, shown_keys: set) -> str:
 def build_view(state: Any, needs: ReadNeeds) -> View:
     """The :class:`View` of ``state`` that holds what ``needs`` names."""
     wanted = {p for p in needs.full if _exists(state, p)}
+    wanted |= _scan_closure(state, needs, wanted)
     for p in needs.keys:  # a container whose key set is read: lists and small scalar dicts whole
         if _exists(state, p) and isinstance(_at(state, p), list):
             wanted.add(p)
@@ -164,6 +200,14 @@ def build_view(state: Any, needs: ReadNeeds) -> View:
                 else:
                     node = node.setdefault(key, {})
             shown.add(p)
+        # containers the code reaches (membership, key sets, scans) are present, possibly empty, so that the
+        # tool runs on the view alone as on the full state
+        for p in _reached_containers(state, needs, full):
+            node = partial
+            for i, key in enumerate(p):
+                shown.add(p[:i + 1])
+                node = node.setdefault(key, {})
+        partial = _in_state_order(partial, state, full)
     view = View(state=partial, full=full, shown=shown, widened=list(needs.widened))
     # what is left out: every partly shown dict (sibling records missing the same fields share a line)
     grouped: dict[tuple, list] = {}
