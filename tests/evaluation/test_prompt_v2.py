@@ -114,7 +114,7 @@ def test_version_2_system_prompt_keeps_every_rule():
 
 def test_unknown_version_is_refused(test_records):
     with pytest.raises(ValueError, match="unknown prompt version"):
-        build_messages(test_records[0], "mdp", version="3")
+        build_messages(test_records[0], "mdp", version="9")
     with pytest.raises(ValueError, match="unknown prompt version"):
         target_answer(test_records[0], "0")
 
