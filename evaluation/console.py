@@ -12,6 +12,12 @@ SMALL_N = 10  # groups with fewer samples get their bootstrap interval marked as
 SMALL_N_NOTE = f"* n < {SMALL_N}: too few samples for the bootstrap interval to mean much"
 
 
+def small_group_mark(n: int) -> str:
+    """``"*"`` after the n of a group too small (0 < n < ``SMALL_N``) for its bootstrap interval to mean much,
+    else ``""``; the console table and report.md both mark groups with it and add ``SMALL_N_NOTE``."""
+    return "*" if 0 < n < SMALL_N else ""
+
+
 def live_rates(counts: dict[str, int]) -> dict[str, str]:
     """FM / CM of the samples scored so far, for the progress display ("–" until one is scored)."""
     if not counts["n"]:
@@ -58,9 +64,9 @@ def format_summary(summary: dict[str, Any], run_dir: Path) -> str:
                 continue
             lo, hi = s["ci"][rate]
             cells.append(f"{100 * s[rate]:5.1f} [{100 * lo:5.1f},{100 * hi:5.1f}]")
-        mark = "*" if s["n"] < SMALL_N else " "
-        small = small or s["n"] < SMALL_N
-        lines.append(f"{name:12} {s['n']:>4}{mark} " + "  ".join(f"{c:>18}" for c in cells))
+        mark = small_group_mark(s["n"])
+        small = small or bool(mark)
+        lines.append(f"{name:12} {s['n']:>4}{mark or ' '} " + "  ".join(f"{c:>18}" for c in cells))
     if small:
         lines.append(SMALL_N_NOTE)
     lines.append(f"run directory: {run_dir}")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from envsim.construction.stats import token_stats_by_stratum, tokens_markdown
+from envsim.evaluation.console import SMALL_N_NOTE, small_group_mark
 from envsim.records import STRATA
 
 if TYPE_CHECKING:
@@ -148,10 +149,16 @@ def markdown_table(title: str, groups: dict[str, dict[str, Any]], keep_empty: bo
     empty groups are left out unless ``keep_empty`` (then their figures read "–")."""
     lines = [f"### {title}", "", "| group | n | FM % [95% CI] | CM % [95% CI] | CM-lenient % [95% CI] "
              "| CM-original % [95% CI] | Δ-F1 |", "|---|---:|---:|---:|---:|---:|---:|"]
+    small = False
     for name, stats in groups.items():
         if stats["n"] or keep_empty:
             rates = " | ".join(format_rate(stats, rate) for rate in RATES)
-            lines.append(f"| {name} | {stats['n']} | {rates} | {_figure(stats, 'delta_f1', '.2f')} |")
+            mark = small_group_mark(stats["n"])
+            small = small or bool(mark)
+            n_cell = f"{stats['n']}\\{mark}" if mark else str(stats["n"])  # "\*" in Markdown shows the star
+            lines.append(f"| {name} | {n_cell} | {rates} | {_figure(stats, 'delta_f1', '.2f')} |")
+    if small:
+        lines += ["", "\\" + SMALL_N_NOTE]  # escaped: a leading "*" would start a Markdown list
     return "\n".join(lines) + "\n"
 
 

@@ -39,3 +39,20 @@ def test_envs_show_and_unknown_id():
     assert info["id"] == "online_store-v1" and info["sample_state"]["products"]
     missing = runner.invoke(main, ["envs", "show", "online_stor"])
     assert missing.exit_code != 0 and "did you mean online_store-v1" in missing.output
+
+
+def test_envs_show_cuts_the_state_between_whole_entries_and_says_what_is_left_out():
+    runner = CliRunner()
+    state = json.loads(runner.invoke(main, ["envs", "show", "loan_servicing-v1", "--json"]).output)["sample_state"]
+    assert len(json.dumps(state, indent=2)) > 6000          # too long to print whole
+    shown = runner.invoke(main, ["envs", "show", "loan_servicing-v1"])
+    assert shown.exit_code == 0, shown.output
+    tail = shown.output.split("Sampled state (seed 0):\n", 1)[1].splitlines()
+    note = tail[-1]
+    preview = json.loads("\n".join(tail[:-1]))              # still valid JSON: whole top-level entries
+    assert preview and all(state[key] == value for key, value in preview.items())
+    left_out = [key for key in state if key not in preview]
+    assert left_out and note.startswith(f"… {len(left_out)} more ") and all(key in note for key in left_out)
+    assert "more characters (use --full)" in note
+    full = runner.invoke(main, ["envs", "show", "loan_servicing-v1", "--full"])
+    assert json.loads(full.output.split("Sampled state (seed 0):\n", 1)[1]) == state

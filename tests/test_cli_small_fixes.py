@@ -119,7 +119,7 @@ def _rl(tmp_path: Path, run: Path, *extra: str):
 
 
 def test_rl_without_the_train_extra_writes_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr("envsim.cli.train_cmd.missing_train_extras", lambda multi_gpu: ["trl"])
+    monkeypatch.setattr("envsim.cli.train_rl_cmd.missing_train_extras", lambda multi_gpu: ["trl"])
     run = tmp_path / "rl"
     result = _rl(tmp_path, run)
     assert result.exit_code != 0 and "missing: trl" in result.output
@@ -127,7 +127,7 @@ def test_rl_without_the_train_extra_writes_nothing(tmp_path, monkeypatch):
 
 
 def test_rl_launch_failure_removes_the_files(tmp_path, monkeypatch):
-    monkeypatch.setattr("envsim.cli.train_cmd.missing_train_extras", lambda multi_gpu: [])
+    monkeypatch.setattr("envsim.cli.train_rl_cmd.missing_train_extras", lambda multi_gpu: [])
     _fake_launcher(tmp_path, monkeypatch, "accelerate", "exit 2")     # 2 GPUs: accelerate launch
     run = tmp_path / "rl"
     result = _rl(tmp_path, run)
@@ -138,7 +138,7 @@ def test_rl_launch_failure_removes_the_files(tmp_path, monkeypatch):
 
 
 def test_rl_launch_failure_keeps_the_config_of_an_existing_policy(tmp_path, monkeypatch):
-    monkeypatch.setattr("envsim.cli.train_cmd.missing_train_extras", lambda multi_gpu: [])
+    monkeypatch.setattr("envsim.cli.train_rl_cmd.missing_train_extras", lambda multi_gpu: [])
     _fake_launcher(tmp_path, monkeypatch, "accelerate", "exit 1")
     run = tmp_path / "rl"
     (run / "policy" / "checkpoint-1").mkdir(parents=True)

@@ -94,9 +94,12 @@ def list_cmd(domain: str | None, split: str | None, version: str | None, as_json
 @envs.command("show")
 @click.argument("env_id")
 @click.option("--seed", default=0, show_default=True, help="Seed of the sampled state.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def show_cmd(env_id: str, seed: int, as_json: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (the whole state).")
+@click.option("--full", is_flag=True, help="Print the whole sampled state (default: whole top-level entries up to "
+              "6,000 characters, and a line saying what was left out).")
+def show_cmd(env_id: str, seed: int, as_json: bool, full: bool = False) -> None:
     """Show one environment: description, tool schemas and a sampled state."""
+    from envsim.cli.state_preview import state_preview
     from envsim.envs.registry import UnknownEnvironment, get_env
     from envsim.envs.source import env_version
 
@@ -126,4 +129,7 @@ def show_cmd(env_id: str, seed: int, as_json: bool) -> None:
                          for n, p in params.items())
         click.echo(f"  [{'write' if spec.write else 'read '}] {fn['name']}({args})\n          {fn['description']}")
     click.echo(f"\nSampled state (seed {seed}):")
-    click.echo(json.dumps(info["sample_state"], indent=2)[:6000])
+    text, note = (json.dumps(info["sample_state"], indent=2), None) if full else state_preview(info["sample_state"])
+    click.echo(text)
+    if note:
+        click.echo(note)

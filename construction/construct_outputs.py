@@ -1,0 +1,32 @@
+"""Writing a construction's output: the records (or episodes) and their ``.stats.json`` / ``.stats.md``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from envsim.construction.construct_options import ConstructSummary
+
+
+def stratum_line(stats: dict[str, Any]) -> str:
+    """``by stratum: failure 20, no_change 80, ...``."""
+    return "by stratum: " + ", ".join(f"{k} {v}" for k, v in stats["by_stratum"].items())
+
+
+def write_with_stats(records: Sequence[dict[str, Any]], out: Path, stats: dict[str, Any], stats_md: str, *,
+                     kind: str, pool: int | None, lines: Sequence[str], fmt: str = "envsim") -> ConstructSummary:
+    """Write ``records`` to ``out`` (JSONL, or the original EnvSimBench JSON list with ``fmt="envsimbench"``),
+    ``stats`` to OUT.stats.json and ``stats_md`` to OUT.stats.md; return the summary."""
+    from envsim.construction.interop import write_envsimbench
+    from envsim.construction.pipeline import write_jsonl
+
+    if fmt == "envsimbench":  # the original's layout: one JSON list that its Evaluation/10.eval_model.py reads
+        write_envsimbench(list(records), out)
+    else:
+        write_jsonl(records, out)
+    stats_json, stats_md_path = out.with_suffix(".stats.json"), out.with_suffix(".stats.md")
+    stats_json.write_text(json.dumps(stats, indent=2) + "\n")
+    stats_md_path.write_text(stats_md)
+    return ConstructSummary(kind=kind, out=out, written=len(records), pool=pool, stats=stats, stats_json=stats_json,
+                            stats_md=stats_md_path, lines=tuple(lines))

@@ -1,0 +1,19 @@
+"""Typed reasons why ``envsim.construct`` stopped without writing its output.
+
+The command line maps ``InvalidConstructOption`` to a usage error (exit 2) and every other
+``ConstructStopped`` to exit 1."""
+
+from __future__ import annotations
+
+
+class ConstructStopped(Exception):
+    """Construction stopped before writing the output file (unknown environment, too small a pool, ...)."""
+
+
+class InvalidConstructOption(ConstructStopped, ValueError):
+    """An option's value cannot be used; ``option`` names it as the command line spells it."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(f"{option}: {message}" if option else message)
+        self.option = option
+        self.message = message

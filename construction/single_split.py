@@ -1,0 +1,97 @@
+"""One-step samples (benchmark v1, v2 core and extreme, training pools): a labelled pool from a rollout
+policy (explorer, replay of a log, or an LLM agent), then a stratified sample or a spread pool."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from envsim.construction.construct_options import ConstructOptions, ConstructSummary
+from envsim.construction.construct_outputs import stratum_line, write_with_stats
+from envsim.construction.errors import ConstructStopped, InvalidConstructOption
+
+
+def replayed_pool(options: ConstructOptions) -> list[dict[str, Any]]:
+    """Records of the replayed ``options.replay_log``; a training split refuses held-out and foreign environments."""
+    from envsim.construction.labelling import deduplicate, to_record
+    from envsim.construction.policies import ReplayError, replay_log as replay
+    from envsim.construction.splits import LeakError, assert_no_test_envs
+
+    if options.replay_log is None:
+        raise InvalidConstructOption("", "--policy replay needs --replay-log")
+    try:
+        records = list(deduplicate(to_record(t, cls, options.split) for cls, t in replay(options.replay_log)))
+        if options.split == "train":
+            assert_no_test_envs((r["env"] for r in records), options.version)
+            foreign = sorted({r["env"] for r in records if r.get("origin")})
+            if foreign:  # wrapped foreign classes (BFCL, module:Class) are held out from training
+                raise LeakError(f"foreign environments are held out from training: {', '.join(foreign[:5])}")
+    except (ReplayError, LeakError) as exc:
+        raise ConstructStopped(str(exc)) from None
+    return records
+
+
+def agent_pool(options: ConstructOptions, env_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Records of LLM-agent episodes in the real environments; a failing episode is a warning, not a stop."""
+    import asyncio
+
+    from envsim.construction.labelling import deduplicate, to_record
+    from envsim.construction.policies import llm_rollout
+    from envsim.envs.registry import get_env
+    from envsim.progress import progress as tqdm
+
+    if not options.agent_model:
+        raise InvalidConstructOption("", "--policy llm needs --agent-model (and usually --agent-base-url)")
+    records = []
+    for env_id in tqdm(env_ids, desc=f"agent rollouts ({options.split})", unit="env"):
+        cls = get_env(env_id)
+        for episode in range(options.episodes):
+            try:
+                transitions = asyncio.run(llm_rollout(cls, cls.sample_state(options.seed + episode),
+                                                      options.agent_model, options.agent_base_url, options.steps))
+            except Exception as exc:  # noqa: BLE001 - one failing endpoint call must not lose the pool
+                options.echo_err(f"warning: {env_id} episode {episode}: {type(exc).__name__}: {exc}")
+                continue
+            records += [to_record(t, cls, options.split) for t in transitions]
+    return list(deduplicate(records))
+
+
+def explorer_pool(options: ConstructOptions, env_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Records of seeded explorer rollouts (``options.episodes`` x ``options.steps`` per environment)."""
+    from envsim.construction.pipeline import build_pool
+    from envsim.progress import progress as tqdm
+
+    with tqdm(total=len(env_ids), desc=f"rollouts ({options.split})", unit="env") as bar:
+        return build_pool(list(env_ids), options.seed, options.episodes, options.steps, options.split,
+                          workers=options.workers, progress=bar)
+
+
+def build_single_split(options: ConstructOptions, env_ids: Sequence[str], excluded: set[str],
+                       domains: dict[str, str]) -> ConstructSummary:
+    """Label a pool with ``options.policy`` and write a stratified sample of it (or, with ``pool_size``, up to
+    that many records spread over environments and domains) with its statistics."""
+    from envsim.construction.composition import CompositionError, load_spec, stratified_sample
+    from envsim.construction.pipeline import spread_sample
+    from envsim.construction.stats import record_stats, record_token_stats, stats_markdown
+    from envsim.evaluation.prompts import default_prompt_version
+
+    if options.policy == "replay":
+        pool = replayed_pool(options)
+    elif options.policy == "llm":
+        pool = agent_pool(options, env_ids)
+    else:
+        pool = explorer_pool(options, env_ids)
+    pool = [r for r in pool if r["id"] not in excluded]
+    if options.pool_size is not None:
+        records = spread_sample(pool, options.pool_size, seed=options.seed, domains=domains)
+    else:
+        try:
+            records = stratified_sample(pool, load_spec(options.spec), seed=options.seed)
+        except CompositionError as exc:
+            raise ConstructStopped(f"{exc}; try more --episodes/--steps") from None
+    stats: dict[str, Any] = record_stats(records, domains)
+    stats["tokens"] = record_token_stats(records, prompt_version=default_prompt_version(options.version))
+    out = options.out
+    lines = (f"{len(records)} records from {stats['environments']} environments in {stats['domains']} domains "
+             f"(pool {len(pool)}) -> {out}", stratum_line(stats))
+    return write_with_stats(records, out, stats, stats_markdown(f"{out.name}", stats), kind="records",
+                            pool=len(pool), lines=lines, fmt=options.fmt)

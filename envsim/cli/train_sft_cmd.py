@@ -1,0 +1,86 @@
+"""``envsim train sft``: write the LLaMA-Factory config (+ ZeRO-3) and launch full-parameter SFT."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import click
+
+from envsim.cli.launch_options import RunFiles, launch, node_header, node_options, resolve_nodes
+
+
+@click.command("sft")
+@click.option("--model", required=True, help="Base model directory (or name your LLaMA-Factory can load).")
+@click.option("--data", "data_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+              help="Output directory of 'envsim train data' (holds dataset_info.json).")
+@click.option("--dataset", default=None, help="Dataset name in dataset_info.json (default: its only entry).")
+@click.option("--out", "run_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Run directory: config files, checkpoints (output_dir = RUN/checkpoints).")
+@click.option("--gpus", type=int, default=None,
+              help="GPUs per node (default: $SLURM_GPUS_ON_NODE, else 1); more than one GPU in all adds "
+                   "DeepSpeed ZeRO-3 and torchrun.")
+@node_options
+@click.option("--template", default="qwen3_nothink", show_default=True,
+              help="LLaMA-Factory chat template; the default answers without a <think> block.")
+@click.option("--lr", "learning_rate", type=float, default=2e-5, show_default=True,
+              help="Peak learning rate (cosine schedule, warmup 5%).")
+@click.option("--epochs", type=float, default=3.0, show_default=True, help="Training epochs.")
+@click.option("--cutoff", "cutoff_len", type=int, default=8192, show_default=True,
+              help="Sequence cutoff in tokens (use the 'envsim train data --cutoff' the data was written with).")
+@click.option("--batch", "effective_batch", type=int, default=32, show_default=True, help="Effective batch size.")
+@click.option("--max-steps", type=int, default=None, help="Stop after N optimizer steps (smoke tests).")
+@click.option("--no-bf16", is_flag=True, help="Train in fp32 (CPU).")
+@click.option("--dry-run", is_flag=True,
+              help="Write and print the config files and print the command instead of launching.")
+def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus: int | None, nnodes: int | None,
+            node_rank: int | None, master_addr: str | None, master_port: int | None, template: str,
+            learning_rate: float, epochs: float, cutoff_len: int, effective_batch: int, max_steps: int | None,
+            no_bf16: bool, dry_run: bool) -> None:
+    """Write the LLaMA-Factory YAML (+ ZeRO-3 JSON) and launch full-parameter SFT (on one or several nodes:
+    run the same command on every node, e.g. with srun).
+
+    Nothing is written when llamafactory-cli is missing; when it exits non-zero, the config files this
+    command created are removed again (kept when RUN/checkpoints has content) and the command exits with
+    its code."""
+    from envsim.training.launch import format_env
+    from envsim.training.sft import SFTSettings, find_launcher, launch_command, write_sft_files
+
+    layout = resolve_nodes(nnodes, node_rank, master_addr, master_port, gpus)
+    gpus = layout.gpus_per_node
+
+    info_path = data_dir / "dataset_info.json"
+    if not info_path.exists():
+        raise click.ClickException(f"{data_dir} has no dataset_info.json (run 'envsim train data' first)")
+    names = list(json.loads(info_path.read_text()))
+    if dataset is None:
+        if len(names) != 1:
+            raise click.ClickException(f"choose --dataset among: {', '.join(names)}")
+        dataset = names[0]
+    elif dataset not in names:
+        raise click.ClickException(f"dataset {dataset!r} not in {info_path} ({', '.join(names)})")
+    settings = SFTSettings(model=model, data_dir=data_dir.resolve(), dataset=dataset,
+                           output_dir=(run_dir / "checkpoints").resolve(), gpus=gpus, nnodes=layout.nnodes,
+                           template=template,
+                           learning_rate=learning_rate, epochs=epochs, cutoff_len=cutoff_len,
+                           effective_batch=effective_batch, bf16=not no_bf16, max_steps=max_steps)
+    if not dry_run and find_launcher() is None:
+        raise click.ClickException("llamafactory-cli not found: install LLaMA-Factory (see README, "
+                                   "'Train your own simulator') or use --dry-run")
+    run = RunFiles.snapshot(run_dir, run_dir / "checkpoints")
+    config_path, ds_path = write_sft_files(settings, run_dir)
+    command, extra_env = launch_command(config_path, gpus, layout)
+    if dry_run:
+        click.echo(f"# {config_path}\n{config_path.read_text()}")
+        if ds_path is not None:
+            click.echo(f"# {ds_path}\n{ds_path.read_text()}")
+        for node in layout.all_nodes() if layout.multi_node else [layout]:
+            node_command, node_env = launch_command(config_path, gpus, node)
+            if layout.multi_node:
+                click.echo(node_header(node))
+            click.echo(" ".join(filter(None, [format_env(node_env), shlex.join(node_command)])))
+        return
+    if layout.multi_node:
+        click.echo(f"{node_header(layout)[2:]}: {format_env(extra_env)} {shlex.join(command)}", err=True)
+    launch(command, extra_env, "llamafactory-cli", run, [config_path, ds_path])

@@ -1,0 +1,107 @@
+"""``envsim.train_data``: write SFT training data from Python, with the same files as ``envsim train data``.
+
+    import envsim
+    data = envsim.train_data("sft_data", recipe="smoke")
+    print(data.samples, data.sft_file, data.by_stratum)
+
+Only training-split environments are rolled out (never a held-out one); nothing over the cutoff is
+truncated. Raises ``TrainDataStopped`` when it stops before writing usable data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envsim.training.errors import TrainDataStopped
+
+
+@dataclass(frozen=True)
+class TrainDataSummary:
+    """What ``train_data`` wrote into ``out_dir``: ``stats`` is the ``stats.json`` dictionary."""
+
+    out_dir: Path
+    stats: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        """Dataset name (the entry of ``dataset_info.json``)."""
+        return str(self.stats["name"])
+
+    @property
+    def samples(self) -> int:
+        """Samples written (after dropping those over the cutoff)."""
+        return int(self.stats["samples"])
+
+    @property
+    def pool(self) -> int:
+        """Labelled records the recipe sampled from."""
+        return int(self.stats["pool"])
+
+    @property
+    def dropped_over_cutoff(self) -> int:
+        """Samples left out because their full chat is longer than the cutoff."""
+        return int(self.stats["dropped_over_cutoff"])
+
+    @property
+    def by_stratum(self) -> dict[str, int]:
+        """Samples per stratum."""
+        return dict(self.stats["by_stratum"])
+
+    @property
+    def sft_file(self) -> Path:
+        """The chat-format SFT file (LLaMA-Factory's ShareGPT layout)."""
+        return self.out_dir / f"{self.name}.jsonl"
+
+    @property
+    def records_file(self) -> Path:
+        """The benchmark-format records of the same samples (input of ``envsim train rl``)."""
+        return self.out_dir / f"{self.name}.records.jsonl"
+
+    @property
+    def dataset_info(self) -> Path:
+        """LLaMA-Factory's ``dataset_info.json``."""
+        return self.out_dir / "dataset_info.json"
+
+    @property
+    def stats_json(self) -> Path:
+        """``stats.json``: the figures of ``stats``."""
+        return self.out_dir / "stats.json"
+
+
+def train_data(out: str | Path, *, recipe: str = "default", rationales: bool = False, workers: int = 1,
+               version: str = "v1", prompt_version: str | None = None, cutoff: int = 8192,
+               over_cutoff: str = "drop", tokenizer: str | Path | None = None) -> TrainDataSummary:
+    """Write chat-format SFT data (JSONL + records + ``dataset_info.json`` + ``stats.json``) into ``out`` from
+    training-split environments of benchmark ``version``; keywords mirror ``envsim train data``'s options
+    (``tokenizer``: a local model directory whose tokenizer counts tokens; default Qwen's BPE, offline).
+    Progress follows ``ENVSIM_PROGRESS``."""
+    from envsim.construction.composition import CompositionError
+    from envsim.construction.splits import training_envs
+    from envsim.envs.registry import list_envs
+    from envsim.progress import progress as tqdm
+    from envsim.tokens import TokenizerUnavailable, get_tokenizer
+    from envsim.training.data import OverCutoffError, build_sft_data, load_recipe
+
+    if over_cutoff not in ("drop", "refuse"):
+        raise TrainDataStopped(f"over_cutoff must be 'drop' or 'refuse', not {over_cutoff!r}")
+    try:
+        spec = load_recipe(recipe)
+    except (OSError, ValueError) as exc:
+        raise TrainDataStopped(f"cannot read recipe {recipe}: {exc}") from None
+    try:
+        counter = get_tokenizer(str(tokenizer) if tokenizer is not None else None)
+    except TokenizerUnavailable as exc:
+        raise TrainDataStopped(str(exc)) from None
+    out_dir = Path(out)
+    envs = training_envs([e.id for e in list_envs() if e.builtin], version)
+    with tqdm(total=len(envs), desc="rollouts (train)", unit="env") as bar:
+        try:
+            stats = build_sft_data(spec, out_dir, version=version, workers=workers, rationales=rationales,
+                                   progress=bar, prompt_version=prompt_version, cutoff=cutoff,
+                                   over_cutoff=over_cutoff, tokenizer=counter)
+        except CompositionError as exc:
+            raise TrainDataStopped(f"{exc}; raise the recipe's rollout episodes/steps") from None
+        except OverCutoffError as exc:
+            raise TrainDataStopped(str(exc)) from None
+    return TrainDataSummary(out_dir=out_dir, stats=stats)
