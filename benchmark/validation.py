@@ -108,4 +108,8 @@ def read_jsonl_records(path: Path) -> list[dict[str, Any]]:
         except ValueError as exc:
             raise BenchmarkFileError(f"{place}: not a JSON line ({exc})") from None
         places.append(place)
+    from envsim.benchmark.state_store import has_refs, resolve, state_folder
+
+    folder = state_folder(path)  # records of large-state tracks name content-addressed states: resolved on read
+    rows = [resolve(row, folder) if has_refs(row) else row for row in rows]
     return validate_records(rows, places)

@@ -210,6 +210,7 @@ def load_episodes(name: str = "v2", split: str = "chained") -> list[dict[str, An
     import json
 
     from envsim.benchmark import benchmark_path
+    from envsim.benchmark.state_store import has_refs, resolve, state_folder
 
     path = benchmark_path(name, split)
     episodes = []
@@ -221,6 +222,8 @@ def load_episodes(name: str = "v2", split: str = "chained") -> list[dict[str, An
                 episode = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{number}: not a JSON line ({exc})") from None
+            if has_refs(episode):  # a large-state track: states stored once, resolved on read
+                episode = resolve(episode, state_folder(path))
             if not (isinstance(episode, dict) and isinstance(episode.get("state"), dict)
                     and isinstance(episode.get("steps"), list) and episode["steps"]
                     and all(isinstance(s, dict) and isinstance(s.get("action"), dict) for s in episode["steps"])
