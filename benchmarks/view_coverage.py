@@ -93,13 +93,14 @@ def scored(record: dict[str, Any], answer: dict[str, Any]) -> tuple[bool, bool]:
     return score.fm, score.cm
 
 
-def tau_rows(domain: str, counter: Any, real_scorer: bool = False) -> list[dict[str, Any]]:
+def tau_rows(domain: str, counter: Any, real_scorer: bool = False, tasks: int | None = None) -> list[dict[str, Any]]:
     """Coverage, tokens and the oracle through views over one τ-bench domain's test-task calls.
 
     Each task replays from the initial database. A plain copy (``shadow``) carries the state the view is
     computed from; the traced copy runs the real call. The view oracle's patch is applied to the shadow in
     place and the two full states are compared (CM exactly, at C speed); ``real_scorer`` also scores each
-    answer with ``evaluation.scoring`` against the full truth (slow on megabyte states).
+    answer with ``evaluation.scoring`` against the full truth (slow on megabyte states). ``tasks``: only the
+    first N test tasks.
     """
     from envsim.delta import same_json
     from envsim.envs.adapters.tau import initial_database, task_actions, tau_env, tool_classes
@@ -110,7 +111,7 @@ def tau_rows(domain: str, counter: Any, real_scorer: bool = False) -> list[dict[
     schemas = [t.get_info() for t in tools.values()]
     database = json.loads(canonical_json(initial_database(domain)))
     rows = []
-    for actions in task_actions(domain, "test"):
+    for actions in task_actions(domain, "test")[:tasks]:
         state, log = traced(database)
         shadow = marshal.loads(marshal.dumps(database))
         for action in actions:
@@ -139,6 +140,8 @@ def tau_rows(domain: str, counter: Any, real_scorer: bool = False) -> list[dict[
             row["cm"] = row.get("cm", True) and cm
             if not cm:
                 shadow = unwrap(state)
+            else:  # equal as JSON; copy the touched records back so that key order stays the real one too
+                _copy_touched(shadow, state, answer["patch"])
             if not (row["fm"] and row["cm"]):
                 row["miss"] = f"{name} {json.dumps(args)[:80]}"
             rows.append(row)
@@ -148,6 +151,16 @@ def tau_rows(domain: str, counter: Any, real_scorer: bool = False) -> list[dict[
 def tau_figures(domain: str, counter: Any, real_scorer: bool = False) -> dict[str, Any]:
     """The figures of :func:`tau_rows` for one domain."""
     return summarise(tau_rows(domain, counter, real_scorer))
+
+
+def _copy_touched(shadow: dict[str, Any], state: Any, patch: list[dict[str, Any]]) -> None:
+    """Replace the records a patch touched (two path levels) in ``shadow`` by plain copies of ``state``'s."""
+    for op in patch:
+        parts = [jsonpointer.unescape(p) for p in op["path"].split("/")[1:3]]
+        if len(parts) == 2 and isinstance(shadow.get(parts[0]), dict) and parts[1] in dict.keys(state[parts[0]]):
+            shadow[parts[0]][parts[1]] = unwrap(dict.__getitem__(state[parts[0]], parts[1]))
+        elif parts and parts[0] in dict.keys(state):
+            shadow[parts[0]] = unwrap(dict.__getitem__(state, parts[0]))
 
 
 def _invoke(tool: Any, state: Any, args: dict[str, Any]) -> tuple[Any, Any]:
@@ -173,43 +186,27 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def long_state_figures(counter: Any) -> dict[str, Any]:
-    """Coverage, prompt shrink and the oracle through views (real scorer) over benchmark v2 ``long_state``."""
+def track_figures(benchmark: str, split: str, counter: Any) -> dict[str, Any]:
+    """Coverage, prompt shrink (``mdp`` v2 tokens / ``mdp-view`` v3 tokens) and the oracle through views (real
+    scorer) over one shipped split of EnvSim's own environments."""
     from envsim.benchmark import load
     from envsim.envs.registry import get_env
 
     rows = []
-    for record in load("v2", "long_state"):
+    for record in load(benchmark, split):
         state, log = traced(copy.deepcopy(record["state"]))
         env = traced_env(get_env(record["env"]), state, log)  # top-level scalars (self.today) traced too
         action = record["action"]
-        view = compute_view(record["state"], action["name"], action["arguments"], record["code"],
-                            record_schema(record))
+        view = view_of(record)
         full = chat_tokens(build_messages(record, "mdp", version="2"), counter)
         tokens = chat_tokens(build_messages(record, "mdp-view", version="3"), counter)
         _, reads = trace_call(state, log, lambda s: _run_tool(env, action))
         fm, cm = scored(record, view_oracle_answer(record))
         rows.append({"covered": all(view.covers(*r) for r in reads), "tokens": tokens, "shrink": full / tokens,
                      "view_chars": len(view.render()), "fm": fm, "cm": cm})
-        if not (fm and cm):
+        if not (fm and cm) or not rows[-1]["covered"]:
             rows[-1]["miss"] = record["id"]
     return summarise(rows)
-
-
-def v1_oracle_figures() -> dict[str, Any]:
-    """The oracle through views (real scorer) over benchmark v1 test."""
-    from envsim.benchmark import load
-
-    rows = []
-    for record in load("v1", "test"):
-        view = view_of(record)
-        fm, cm = scored(record, view_oracle_answer(record))
-        rows.append({"covered": True, "view_chars": len(view.render()), "fm": fm, "cm": cm})
-        if not (fm and cm):
-            rows[-1]["miss"] = record["id"]
-    out = summarise(rows)
-    out.pop("coverage")
-    return out
 
 
 def _run_tool(env: Any, action: dict[str, Any]) -> Any:
@@ -243,11 +240,11 @@ def main() -> None:
         figures["τ both"] = summarise(every)
     if not args.no_long_state:
         started = time.perf_counter()
-        figures["v2 long_state"] = long_state_figures(counter)
+        figures["v2 long_state"] = track_figures("v2", "long_state", counter)
         seconds["v2 long_state"] = time.perf_counter() - started
     if not args.no_v1:
         started = time.perf_counter()
-        figures["v1 test"] = v1_oracle_figures()
+        figures["v1 test"] = track_figures("v1", "test", counter)
         seconds["v1 test"] = time.perf_counter() - started
     if args.json:
         json.dump({"figures": figures, "seconds": seconds}, sys.stdout, indent=2, ensure_ascii=False)
@@ -258,10 +255,9 @@ def main() -> None:
           "| view oracle FM / CM | one-hop baseline coverage | baseline chars p50 / p95 | shrink p50 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, f in figures.items():
-        t, v, b = f.get("tokens"), f["view_chars"], f.get("base_chars")
-        print(f"| {name} | {f['calls']} | " + (f"{100 * f['coverage']:.1f}%" if "coverage" in f else "–") + " | "
-              + (f"{t['p50']:,} / {t['p95']:,} / {t['max']:,}" if t else "–") + " | "
-              + f"{v['p50']:,} / {v['p95']:,} / {v['max']:,} | "
+        t, v, b = f["tokens"], f["view_chars"], f.get("base_chars")
+        print(f"| {name} | {f['calls']} | {100 * f['coverage']:.1f}% | {t['p50']:,} / {t['p95']:,} / {t['max']:,} | "
+              f"{v['p50']:,} / {v['p95']:,} / {v['max']:,} | "
               + f"{100 * f['fm']:.1f}% / {100 * f['cm']:.1f}% | "
               + (f"{100 * f['base_covered']:.1f}%" if "base_covered" in f else "–") + " | "
               + (f"{b['p50']:,} / {b['p95']:,}" if b else "–") + " | "

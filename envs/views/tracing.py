@@ -2,8 +2,9 @@
 
 ``traced(state)`` deep-wraps a JSON state in dict/list subclasses that log every read as
 ``(kind, path, key)``: ``get`` (a value at ``path`` was read), ``absent`` (``key`` was looked up in the
-container at ``path`` and is missing) and ``keys`` (the key set or length of ``path`` was read). Writes
-keep working (new values are wrapped too), so a traced state can be carried from call to call.
+container at ``path`` and is missing) and ``keys`` (the key set or length of ``path`` was read); writes
+are logged as ``set`` so that reading back what the call wrote is not counted as a read of the state.
+Writes keep working (new values are wrapped too), so a traced state can be carried from call to call.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class TracedDict(dict):
         return dict.items(self)
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        self._log.add("set", self._path + (key,))
         dict.__setitem__(self, key, _wrap(value, self._path + (key,), self._log))
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
@@ -154,6 +156,7 @@ class TracedList(list):
 
     def append(self, value: Any) -> None:
         """``list.append`` wrapping the new value (not a read)."""
+        self._log.add("set", self._path + (list.__len__(self),))
         list.append(self, _wrap(value, self._path + (list.__len__(self),), self._log))
 
     def extend(self, values: Any) -> None:
@@ -182,14 +185,28 @@ def traced(state: Any) -> tuple[Any, ReadLog]:
 
 
 def trace_call(state: Any, log: ReadLog, call: Callable[[Any], Any]) -> tuple[Any, list[Read]]:
-    """Run ``call(state)`` on a traced ``state`` and return its result and the reads it made."""
+    """Run ``call(state)`` on a traced ``state`` and return its result and the reads it made of the state
+    (reading back a value the call itself wrote before is not a read of the state)."""
     log.take()
     log.active = True
     try:
         result = call(state)
     finally:
         log.active = False
-    return result, log.take()
+    return result, state_reads(log.take())
+
+
+def state_reads(events: list[Read]) -> list[Read]:
+    """The reads among logged ``events``, without those at or under a path written earlier in the call."""
+    written: set = set()
+    reads = []
+    for kind, path, key in events:
+        if kind == "set":
+            written.add(path)
+        elif not any(path[:i] in written for i in range(1, len(path) + 1)) and (
+                kind != "absent" or path + (key,) not in written):
+            reads.append((kind, path, key))
+    return reads
 
 
 def traced_env(env_class: type, state: dict[str, Any], log: ReadLog) -> Any:
@@ -205,6 +222,11 @@ def traced_env(env_class: type, state: dict[str, Any], log: ReadLog) -> Any:
             if name in names:
                 log.add("get", (name,))
             return object.__getattribute__(self, name)
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name in names:
+                log.add("set", (name,))
+            object.__setattr__(self, name, value)
 
     _Traced.__name__ = _Traced.__qualname__ = env_class.__name__
     env = _Traced.__new__(_Traced)

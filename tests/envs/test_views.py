@@ -119,17 +119,137 @@ def test_v1_views_are_derived_without_widening():
         assert not view.widened, record["id"]
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not TAU.exists(), reason="τ-bench third-party copy not present")
-def test_tau_test_calls_read_coverage(monkeypatch):
-    monkeypatch.setenv("ENVSIM_TAU_BENCH", str(TAU))
+def _agrees_on_view(tool: str, state: dict, **args) -> bool:
+    """The tool run on the view alone gives the full run's observation, and its patch the full next state."""
+    def run(data):
+        namespace: dict = {}
+        exec(tool, namespace)  # noqa: S102 - the test's own tool
+        try:
+            return namespace["invoke"](data, **args)
+        except Exception as exc:  # noqa: BLE001 - an error is an observation
+            return repr(exc)
+
+    view = compute_view(state, "invoke", args, tool).state
+    on_view, full = copy.deepcopy(view), copy.deepcopy(state)
+    observed, truth = run(on_view), run(full)
+    return observed == truth and jsonpatch.make_patch(view, on_view).apply(state) == full
+
+
+def test_tool_runs_on_the_view_alone_through_sorts_helpers_and_own_writes():
+    board = {"risks": {f"R{i}": {"score": i % 7, "owner": f"o{i}"} for i in range(30)},
+             "incidents": {f"I{i}": {"level": 0, "team": f"T{i % 3}", "status": "open" if i % 2 else "closed"}
+                           for i in range(20)},
+             "teams": {f"T{i}": {"members": [f"E{i}{j}" for j in range(4)]} for i in range(3)},
+             "engineers": {f"E{i}{j}": {"pages": 0} for i in range(3) for j in range(4)},
+             "today": "2026-05-01", "log": []}
+    top = """
+def invoke(data):
+    return [r["owner"] for r in sorted(data["risks"].values(), key=lambda r: r["score"])[:3]]
+"""
+    escalate = """
+def invoke(data, incident_id):
+    inc = data["incidents"][incident_id]
+    inc["level"] += 1
+    who = data["teams"][inc["team"]]["members"][inc["level"]]
+    data["engineers"][who]["pages"] += 1
+    data["log"].append({"date": data["today"], "who": who})
+    return {"paged": who, "on": data["today"]}
+"""
+    sweep = """
+def invoke(data, team):
+    done = [k for k, i in data["incidents"].items() if i["team"] == team and i["status"] == "open"]
+    for k in done:
+        data["incidents"][k]["status"] = "swept"
+    return done
+"""
+    assert _agrees_on_view(top, board)
+    assert _agrees_on_view(escalate, board, incident_id="I4")  # reads the level it has just written
+    assert _agrees_on_view(sweep, board, team="T1")
+    view = compute_view(board, "invoke", {"team": "T1"}, sweep)
+    assert set(view.state["incidents"]) == {f"I{i}" for i in range(20) if i % 3 == 1}  # the scan is filtered
+
+
+def test_top_level_scalar_reads_of_an_environment_are_traced():
+    from envsim.benchmark import load
+    from envsim.envs.registry import get_env
+    from envsim.envs.views import traced_env
+
+    seen = 0
+    for record in load("v2", "long_state"):
+        if "self.today" not in record["code"] or record["outcome"] == "failure":
+            continue
+        state, log = traced(copy.deepcopy(record["state"]))
+        env = traced_env(get_env(record["env"]), state, log)
+        action = record["action"]
+        _, reads = trace_call(state, log, lambda s: getattr(env, action["name"])(**action["arguments"]))
+        if ("get", ("today",), None) in reads:
+            seen += 1
+            assert compute_view(record["state"], action["name"], action["arguments"], record["code"]).covers(
+                "get", ("today",)), record["id"]
+    assert seen >= 3
+
+
+def test_reading_back_what_the_call_wrote_is_not_a_state_read():
+    state, log = traced({"blocks": {"B1": {"n": 1}}})
+    _, reads = trace_call(state, log, lambda s: (s["blocks"].__setitem__("B2", {"n": 2}), s["blocks"]["B2"]["n"]))
+    assert ("get", ("blocks", "B2", "n"), None) not in reads and ("absent", ("blocks",), "B2") not in reads
+
+
+def _coverage_script():
     import sys
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from view_coverage import tau_figures
+    import view_coverage
 
+    return view_coverage
+
+
+@pytest.mark.slow
+def test_oracle_through_views_on_v1_test_and_v2_long_state():
+    """Every v1 test and v2 long_state sample: the tool run on the view alone, scored against the full truth by
+    the real parser and scorer, gives FM = CM = 100%; every traced read lies in the view."""
     from envsim.tokens import get_tokenizer
 
-    figures = tau_figures("retail", get_tokenizer())
-    assert figures["calls"] == 582
+    script = _coverage_script()
+    for benchmark, split in (("v1", "test"), ("v2", "long_state")):
+        figures = script.track_figures(benchmark, split, get_tokenizer())
+        assert (figures["fm"], figures["cm"], figures["coverage"]) == (1.0, 1.0, 1.0), (benchmark, figures["misses"])
+    assert figures["shrink"]["p50"] > 5
+
+
+@pytest.mark.slow
+def test_cli_oracle_on_long_state_with_mdp_view(tmp_path, monkeypatch):
+    """``envsim eval --prompt-mode mdp-view`` picks prompt version 3 by itself and scores 100% with the oracle."""
+    from click.testing import CliRunner
+
+    from envsim.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["eval", "--model", "oracle", "--benchmark", "v2", "--tier", "long_state",
+                                       "--prompt-mode", "mdp-view", "--runs-root", str(tmp_path), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    run = next(tmp_path.glob("*/long_state"))
+    summary = json.loads((run / "summary.json").read_text())
+    assert json.loads((run / "config.json").read_text())["prompt_version"] == "3"
+    assert summary["overall"]["n"] == 80 and summary["overall"]["fm"] == summary["overall"]["cm"] == 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TAU.exists(), reason="τ-bench third-party copy not present")
+def test_tau_test_calls_coverage_tokens_and_oracle_through_views(monkeypatch):
+    """All 740 τ-bench test-task calls: read coverage, mdp-view prompt tokens within the targets, the tool run on
+    the view reproduces the full state's observation and next state; the first tasks through the real scorer."""
+    monkeypatch.setenv("ENVSIM_TAU_BENCH", str(TAU))
+    from envsim.tokens import get_tokenizer
+
+    script = _coverage_script()
+    counter = get_tokenizer()
+    rows = script.tau_rows("retail", counter) + script.tau_rows("airline", counter)
+    figures = script.summarise(rows)
+    assert figures["calls"] == 740
     assert figures["coverage"] >= 0.99
     assert figures["tokens"]["p95"] <= 6000 and figures["tokens"]["max"] <= 16000
+    assert figures["fm"] == figures["cm"] == 1.0, figures["misses"]
+    assert figures["coverage"] > figures["base_covered"]  # beats following references one hop
+    for domain in ("retail", "airline"):
+        scored = script.summarise(script.tau_rows(domain, counter, real_scorer=True, tasks=2))
+        assert scored["calls"] > 0 and scored["fm"] == scored["cm"] == 1.0, scored["misses"]
