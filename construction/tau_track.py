@@ -189,16 +189,25 @@ def build_track(folder: Path, seed: int = 0, domains: Sequence[str] = DOMAINS) -
     return {"tau": samples, "tau_chained": episodes}
 
 
+def test_call_keys(domains: Sequence[str] = DOMAINS) -> set[str]:
+    """Identity (environment, tool, arguments) of every call of τ-bench's test tasks."""
+    return {canonical_json([tau_env(d).env_id(), a.to_json()]) for d in domains
+            for actions in task_actions(d, "test") for a in actions}
+
+
 def training_pool(folder: Path, domains: Sequence[str] = DOMAINS, split: str = "train") -> list[dict[str, Any]]:
-    """Training samples from τ-bench's train (or dev) tasks: never a test task's call."""
+    """Training samples from τ-bench's train (or dev) tasks. A call identical to a test task's call (retail's
+    train tasks repeat 12 of them) is dropped: no test task's call reaches a training file."""
     from envsim.benchmark.state_store import write_blob
 
+    held_out = test_call_keys(domains)
     records: list[dict[str, Any]] = []
     for domain in domains:
         env_class = tau_env(domain)
         base_ref = write_blob(env_class.sample_state(0), folder)
         tools_ref = write_blob(env_class.tool_schemas(), folder)
-        records += replay_tasks(domain, split, base_ref, tools_ref, "train")[0]
+        records += [r for r in replay_tasks(domain, split, base_ref, tools_ref, "train")[0]
+                    if canonical_json([r["env"], r["action"]]) not in held_out]
     return records
 
 

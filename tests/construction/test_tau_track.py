@@ -1,0 +1,82 @@
+"""The shipped τ-bench track: rebuilt byte for byte, every sample re-executes to its label, states resolve
+from content-addressed blobs, and no test task's call reaches a training file."""
+
+from __future__ import annotations
+
+import json
+
+import jsonpatch
+import pytest
+
+from envsim.benchmark import BENCHMARK_DIR, load
+from envsim.benchmark.state_store import StateRefError, resolve
+from envsim.construction.chained import load_episodes
+from envsim.construction.tau_track import test_call_keys as held_out_call_keys
+from envsim.construction.tau_track import training_pool, write_track
+from envsim.construction.traced_labelling import label_traced
+from envsim.delta import canonical_json
+from envsim.envs.registry import get_env
+
+V2 = BENCHMARK_DIR / "v2"
+
+
+def test_track_on_disk_is_under_30_mb():
+    files = [V2 / "tau.jsonl", V2 / "tau_chained.jsonl", *(V2 / "tau_states").iterdir()]
+    assert sum(f.stat().st_size for f in files) <= 30 * 1024 * 1024
+
+
+def test_a_missing_blob_is_a_clear_error(tmp_path):
+    record = resolve({"id": "x", "state_ref": {"base": "sha256:" + "0" * 64, "patch": []}}, tmp_path)
+    with pytest.raises(StateRefError, match="cannot read state blob"):
+        record["state"]
+
+
+@pytest.mark.slow
+def test_track_rebuilds_byte_for_byte(tmp_path):
+    build = json.loads((V2 / "build.json").read_text())["builds"]["tau"]["args"]
+    seed = int(build[build.index("--seed") + 1])
+    write_track(tmp_path / "tau.jsonl", seed=seed)
+    for name in ("tau.jsonl", "tau_chained.jsonl", "tau.stats.json"):
+        assert (tmp_path / name).read_bytes() == (V2 / name).read_bytes(), name
+    rebuilt = sorted(p.name for p in (tmp_path / "tau_states").iterdir())
+    assert rebuilt == sorted(p.name for p in (V2 / "tau_states").iterdir())
+    for name in rebuilt:
+        assert (tmp_path / "tau_states" / name).read_bytes() == (V2 / "tau_states" / name).read_bytes()
+
+
+@pytest.mark.slow
+def test_every_sample_reexecutes_to_its_label():
+    records = load("v2", "tau")
+    assert {r["env"] for r in records} == {"tau/retail", "tau/airline"}
+    assert sum(r["source"].startswith("task:test") for r in records) == 582 + 158
+    for record in records:
+        state = record["state"]
+        transition, _ = label_traced(get_env(record["env"]), state, record["action"], check_determinism=False)
+        assert transition.observation == record["observation"], record["id"]
+        assert (transition.delta_size, transition.outcome) == (record["delta_size"], record["outcome"]), record["id"]
+        assert canonical_json(transition.next_state) == canonical_json(record["next_state"]), record["id"]
+        assert canonical_json(jsonpatch.apply_patch(state, record["patch"])) == canonical_json(record["next_state"])
+
+
+@pytest.mark.slow
+def test_chained_episodes_replay_to_their_final_state():
+    episodes = load_episodes("v2", "tau_chained")
+    assert sum(e["length"] for e in episodes) == 582 + 158
+    for episode in episodes[::15]:
+        state = episode["state"]
+        for step in episode["steps"]:
+            transition, _ = label_traced(get_env(episode["env"]), state, step["action"], check_determinism=False)
+            assert transition.patch == step["patch"]
+            state = transition.next_state
+        assert canonical_json(state) == canonical_json(episode["final_state"])
+
+
+@pytest.mark.slow
+def test_no_test_task_call_appears_in_any_training_file(tmp_path):
+    held_out = held_out_call_keys()
+    pool = training_pool(tmp_path)
+    assert len(pool) > 700  # retail's 768 train calls less the 12 that repeat a test call
+    shipped_training = [p for p in BENCHMARK_DIR.rglob("*.jsonl") if "train" in p.name]
+    rows = pool + [json.loads(line) for p in shipped_training for line in p.read_text().splitlines() if line.strip()]
+    leaked = [r["id"] for r in rows if canonical_json([r.get("env"), r.get("action")]) in held_out]
+    assert not leaked
