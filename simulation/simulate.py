@@ -148,9 +148,9 @@ class SimulationRun:
         return self.fallbacks["fallback_rate"] > max_rate
 
 
-async def simulate(env_classes: Sequence[type[Environment]], provider: Any, out: Path, *, episodes: int, steps: int,
-                   seed: int = 0, agent: str = "explorer", agent_base_url: str | None = None, shadow: bool = True,
-                   prompt_mode: str = "mdp", prompt_version: str = "2", max_attempts: int = 3,
+async def simulate(env_classes: Sequence[type[Environment]], provider: Any, out: str | Path, *, episodes: int,
+                   steps: int, seed: int = 0, agent: str = "explorer", agent_base_url: str | None = None,
+                   shadow: bool = True, prompt_mode: str = "mdp", prompt_version: str = "2", max_attempts: int = 3,
                    price_in: float = 0.0, price_out: float = 0.0, include_fallbacks: bool = False,
                    title: str | None = None) -> SimulationRun:
     """Roll ``episodes`` episodes of ``steps`` calls per environment class in environments simulated by
@@ -158,6 +158,7 @@ async def simulate(env_classes: Sequence[type[Environment]], provider: Any, out:
     closed at the end."""
     from envsim.simulation.agents import ExplorerAgent, LLMAgent
 
+    out = Path(out)
     results, envs = [], []
     try:
         for cls in env_classes:
