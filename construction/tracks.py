@@ -67,7 +67,10 @@ def build_tau(options: ConstructOptions) -> ConstructSummary:
     from envsim.construction.tau_track import write_track
 
     out = options.out
-    stats = write_track(out, seed=options.seed)
+    try:
+        stats = write_track(out, seed=options.seed)
+    except ImportError as exc:  # τ-bench neither installed nor at $ENVSIM_TAU_BENCH (TauBenchNotFound)
+        raise ConstructStopped(str(exc)) from None
     return ConstructSummary(kind="tau", out=out, written=stats["samples"], pool=None, stats=stats,
                             stats_json=out.with_name(f"{out.stem}.stats.json"), stats_md=None,
                             lines=(f"tau track: {stats['samples']} samples, {stats['episodes']} episodes -> {out}",),

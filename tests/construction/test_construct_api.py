@@ -66,3 +66,11 @@ def test_train_data_stops_on_a_bad_recipe(tmp_path):
                                        "--out", str(tmp_path / "data")])
     assert result.exit_code == 1 and "cannot read recipe" in result.output, result.output
     assert not (tmp_path / "data").exists()
+
+
+def test_a_track_without_its_source_stops_with_exit_1(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVSIM_TAU_BENCH", str(tmp_path / "nowhere"))
+    result = CliRunner().invoke(main, ["construct", "--track", "tau", "--split", "test",
+                                       "--out", str(tmp_path / "tau.jsonl")])
+    assert result.exit_code == 1 and "τ-bench not found" in result.output, result.output
+    assert not (tmp_path / "tau.jsonl").exists()
