@@ -36,7 +36,13 @@ Contract
   the share of calls whose traced reads all lie inside the view: a value read inside a shown subtree or
   at a shown path, a missing key the view names as missing, a key set the view shows or lists, or a
   scan read answered by a filter note. View size is counted in Qwen tokens (``envsim.tokens``).
-  ``benchmarks/view_coverage.py`` prints the figures.
+  ``benchmarks/view_coverage.py`` prints the figures. Reading back what the call itself wrote is not a
+  read of the state; ``traced_env`` also traces top-level attributes (``self.today``) of EnvSim environments.
+* **Runs alone** (``oracle.py``): every container the code reaches (membership tests, scans, writes) is in
+  the view, possibly empty, records keep the full state's key order, a scan's tested fields are shown on
+  every record of that collection the view holds, and values the call writes are followed when it reads
+  them back; so the real tool run on the view alone gives the true observation and a patch that turns the
+  full state into the true next state (the oracle through views, FM = CM = 100% on every track measured).
 
 Prompt mode ``mdp-view`` (prompt version 3, ``envsim.evaluation.prompts``) shows ``View.render()``
 instead of the state.

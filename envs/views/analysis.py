@@ -719,9 +719,13 @@ class ReadAnalyzer:
         if isinstance(node, ast.JoinedStr):
             parts = []
             for value in node.values:
-                v = self.eval(value.value if isinstance(value, ast.FormattedValue) else value, env)
-                self.use(v)
-                parts.append(v)
+                if isinstance(value, ast.FormattedValue):  # a state value is read and formatted as written
+                    raw = self.eval(value.value, env)
+                    self.use(raw)
+                    v = self.deref(raw)
+                    parts.append(self._fold(lambda x, f=value: _format(f, x), [v]))
+                else:
+                    parts.append(self.eval(value, env))
             return self._fold(lambda *xs: "".join(str(x) for x in xs), parts)
         if isinstance(node, ast.FormattedValue):
             v = self.eval(node.value, env)
@@ -1045,6 +1049,17 @@ def _binop(op: ast.operator, a: Any, b: Any) -> Any:
     if isinstance(a, (list, tuple, dict, set)) or isinstance(b, (list, tuple, dict, set)):
         raise TypeError("containers are not folded")
     return _BINOPS[type(op)](a, b)
+
+
+def _format(node: ast.FormattedValue, value: Any) -> str:
+    """``value`` as an f-string field formats it (conversion and a constant format spec)."""
+    value = {115: str, 114: repr, 97: ascii}.get(node.conversion, lambda x: x)(value)
+    spec = node.format_spec
+    if spec is None:
+        return format(value)
+    if not all(isinstance(p, ast.Constant) for p in spec.values):
+        raise ValueError("computed format spec")
+    return format(value, "".join(str(p.value) for p in spec.values))
 
 
 def _unaryop(op: ast.unaryop, a: Any) -> Any:
