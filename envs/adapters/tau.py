@@ -125,7 +125,12 @@ def task_actions(domain: str, split: str = "test") -> list[list[Action]]:
         return []
     module_name, attribute = source
     tasks = getattr(_module(domain, module_name), attribute)
-    return [[Action(name=a.name, arguments=json_copy(dict(a.kwargs))) for a in task.actions] for task in tasks]
+    from envsim.delta import canonical_json
+
+    # arguments in canonical key order, as stored records hold them: tools that dump their arguments
+    # (book_reservation's flights) then answer the same when a stored record is re-executed
+    return [[Action(name=a.name, arguments=json.loads(canonical_json(dict(a.kwargs)))) for a in task.actions]
+            for task in tasks]
 
 
 def is_error_string(observation: Any) -> bool:
