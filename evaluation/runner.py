@@ -270,10 +270,9 @@ def _prepare_locked(run_dir: Path, config: EvalConfig) -> None:
 
 def _domain_of(env_id: str) -> str:
     try:
-        from envsim.envs.registry import registry
+        from envsim.envs.registry import domain_of
 
-        entry = registry().get(env_id)
-        return entry.domain if entry else "unknown"
+        return domain_of(env_id) or "unknown"
     except Exception:  # noqa: BLE001 - a broken plugin must not stop an evaluation
         return "unknown"
 

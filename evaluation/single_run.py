@@ -140,11 +140,13 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
             report = _rollout(records, provider, run_dir, options, prompt_version)
         else:
             _single(records, provider, config, run_dir, options, token_counter)
+        sample_ids = [str(r["id"]) for r in records]
+        del records  # the reports need the ids only: the samples' memory is given back before the plot is drawn
         _endpoint_summary(provider, run_dir, options)
         if not rollout:
             from envsim.evaluation.report import write_reports
 
-            report = write_reports(run_dir)
+            report = write_reports(run_dir, sample_ids)  # the ids of this run: the benchmark is not read again
     finally:
         lock.__exit__(None, None, None)
     if not rollout:

