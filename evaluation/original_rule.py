@@ -29,6 +29,7 @@ import jsonpatch
 import jsonpointer
 
 from envsim.delta import canonical_json, same_json
+from envsim.evaluation.shared_states import CopyOnWrite, lazy_length, unshare_op
 
 MAX_PATH_PARTS = 64
 MAX_PADDING = 10_000
@@ -56,6 +57,8 @@ def original_changes(before: Any, after: Any, *, python_equality: bool = False,
             changes.append({"path": path, "type": "added", "before": None, "after": after[key]})
         elif key not in after:
             changes.append({"path": path, "type": "removed", "before": before[key], "after": None})
+        elif before[key] is after[key]:
+            continue  # one shared subtree (states resolved from one stored blob): nothing changed in it
         elif isinstance(before[key], dict) and isinstance(after[key], dict):
             changes.extend(original_changes(before[key], after[key], python_equality=python_equality, prefix=path))
         elif (before[key] != after[key]) if python_equality else not _same_value(before[key], after[key]):
@@ -224,34 +227,39 @@ def _applies(document: Any, op: dict[str, Any]) -> bool:
 def apply_patch_leniently(state: dict[str, Any], patch: list[dict[str, Any]]) -> dict[str, Any]:
     """An RFC 6902 patch applied op by op; an ``add``/``replace`` that does not apply creates its path
     the original's way, any other op that does not apply is skipped, ``test`` ops are ignored (they
-    change nothing). Raises ``ValueError`` when copies grow the state beyond a bound."""
-    text = canonical_json(state)
-    document: Any = json.loads(text)
-    limit, size = 2 * len(text) + MAX_GROWTH_CHARS, len(text)
+    change nothing). Raises ``ValueError`` when copies grow the state beyond a bound. ``state`` is never
+    modified: only the containers on the paths the ops change are copied (``shared_states.CopyOnWrite``)."""
+    doc = CopyOnWrite(state)
+    state_chars = lazy_length(state)
+    copied = 0
     budget = _Budget()
     for op in patch:
         kind = op.get("op")
         if kind == "test":
             continue
-        if not _applies(document, op):
-            if kind in ("add", "replace") and isinstance(document, dict):
+        if not _applies(doc.document, op):
+            if kind in ("add", "replace") and isinstance(doc.document, dict):
                 try:
-                    apply_original_change(document, SET, _parts(op["path"]), op.get("value"), budget)
+                    parts = _parts(op["path"])
+                    doc.unshare(parts)
+                    apply_original_change(doc.document, SET, parts, op.get("value"), budget)
                 except OriginalRuleError:
                     pass
             continue
         if kind == "copy":
-            size += len(canonical_json(_resolve(document, _parts(op.get("from", "")))[1]))
-            if size > limit:
+            copied += len(canonical_json(_resolve(doc.document, _parts(op.get("from", "")))[1]))
+            limit = 2 * state_chars() + MAX_GROWTH_CHARS if copied > MAX_GROWTH_CHARS else None
+            if limit is not None and state_chars() + copied > limit:
                 raise ValueError(f"patch grows the state beyond {limit} characters")
         try:
-            document = jsonpatch.JsonPatch([op]).apply(document, in_place=True)
+            unshare_op(doc, op)
+            doc.document = jsonpatch.JsonPatch([op]).apply(doc.document, in_place=True)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError, IndexError,
                 AttributeError, RecursionError, OverflowError):
             continue  # e.g. a move into its own child
-    if not isinstance(document, dict):
+    if not isinstance(doc.document, dict):
         raise ValueError("patch replaced the state with a non-object")
-    return document
+    return doc.document
 
 
 def _walk(document: Any, parts: list[Any]) -> tuple[bool, Any]:

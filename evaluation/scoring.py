@@ -14,6 +14,7 @@ import jsonpointer
 from envsim.delta import canonical_json, compute_delta, same_json
 from envsim.evaluation.original_rule import original_rule_verdicts
 from envsim.evaluation.parsing import ParsedAnswer
+from envsim.evaluation.shared_states import CopyOnWrite, lazy_length, same_json_shared, unshare_op
 
 MAX_GROWTH_CHARS = 100_000
 
@@ -41,31 +42,34 @@ def apply_prediction(state: dict[str, Any], patch: list[dict[str, Any]]) -> dict
     """Apply a predicted patch op by op with a bound on growth (``copy`` bombs); raises ``ValueError``.
 
     Values written by add/replace come from the answer, whose length the parser bounds; only
-    ``copy`` can amplify, so the size a copy would add is checked before the copy is made.
+    ``copy`` can amplify, so the size a copy would add is checked before the copy is made. ``state`` is
+    never modified: containers on the paths the ops change are copied, the rest is shared with it
+    (``shared_states.CopyOnWrite``), so a patch on a megabyte state costs what its paths cost.
     """
-    text = canonical_json(state)
-    document: Any = json.loads(text)  # a deep copy, at C speed
-    limit = 2 * len(text) + MAX_GROWTH_CHARS
-    size = len(text)
+    doc = CopyOnWrite(state)
+    state_chars = lazy_length(state)
+    copied = 0
     for i, op in enumerate(patch):
         if op.get("op") == "copy":
-            found, value = _value_at(document, op.get("from", ""))
+            found, value = _value_at(doc.document, op.get("from", ""))
             try:
-                size += len(canonical_json(value)) if found else 0
+                copied += len(canonical_json(value)) if found else 0
             except (TypeError, ValueError, RecursionError):
                 raise ValueError(f"patch op {i} copies from an invalid location") from None
-            if size > limit:
+            limit = 2 * state_chars() + MAX_GROWTH_CHARS if copied > MAX_GROWTH_CHARS else None
+            if limit is not None and state_chars() + copied > limit:
                 raise ValueError(f"patch grows the state beyond {limit} characters")
         try:
-            document = jsonpatch.JsonPatch([op]).apply(document, in_place=True)
+            unshare_op(doc, op)
+            doc.document = jsonpatch.JsonPatch([op]).apply(doc.document, in_place=True)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
             where = f"patch op {i} ({op.get('op')} {str(op.get('path'))[:60]})"
             raise ValueError(f"{where} does not apply: {str(exc)[:80]}") from None
         except (TypeError, KeyError, IndexError, AttributeError, RecursionError, OverflowError) as exc:
             raise ValueError(f"patch op {i} does not apply: {type(exc).__name__}") from None
-    if not isinstance(document, dict):
+    if not isinstance(doc.document, dict):
         raise ValueError("patch replaced the state with a non-object")
-    return document
+    return doc.document
 
 
 def _value_at(document: Any, path: str) -> tuple[bool, Any]:
@@ -108,7 +112,7 @@ def score_prediction(record: dict[str, Any], answer: ParsedAnswer) -> SampleScor
         return SampleScore(True, fm, False, lenient, 0.0, 0.0, 0.0, reason=str(exc), cm_original=original)
     truth = true_changed_paths(record)
     try:
-        cm = same_json(predicted, record["next_state"])
+        cm = same_json_shared(predicted, record["next_state"])
         predicted_paths = (set(truth) if cm else set() if unchanged
                            else set(compute_delta(record["state"], predicted).paths))
     except (RecursionError, ValueError, TypeError) as exc:

@@ -1,0 +1,97 @@
+"""Scoring on large states at the speed of the call: patches applied copy-on-write, states compared by identity.
+
+A predicted patch touches a few paths of a state that may hold megabytes (τ-bench: 1.3–3.3 M characters).
+Instead of deep-copying the whole state for each prediction, ``CopyOnWrite`` copies only the containers on
+the paths an op walks (the rest stays shared with the record's state), and ``same_json_shared`` compares two
+states subtree by subtree, skipping subtrees that are the same object. Records whose states are resolved from
+one stored blob (``benchmark.state_store``) share every untouched subtree, so their comparison costs what the
+touched records cost; states read from a JSON line share nothing and compare exactly as ``same_json`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from envsim.delta import canonical_json, same_json
+
+
+def pointer_parts(pointer: str) -> list[str]:
+    """The unescaped parts of an RFC 6901 pointer (``""`` is the root: no parts)."""
+    return [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]] if pointer else []
+
+
+class CopyOnWrite:
+    """A document that starts as ``state`` (never modified) and copies containers before they are changed.
+
+    ``unshare(parts)`` copies every container from the root down to the parent of ``parts[-1]`` that is still
+    shared with ``state``; an op that then changes those containers in place leaves ``state`` untouched.
+    """
+
+    def __init__(self, state: Any) -> None:
+        self.document: Any = state.copy() if isinstance(state, (dict, list)) else state
+        self._copies: list[Any] = [self.document]  # kept alive: their ids stay unique while in the set
+        self._copied: set[int] = {id(self.document)}
+
+    def unshare(self, parts: list[Any]) -> None:
+        """Copy the shared containers along ``parts[:-1]`` (dict keys as strings, list indices as ``int()``)."""
+        if not isinstance(self.document, (dict, list)) or id(self.document) not in self._copied:
+            self._own_root()
+        node = self.document
+        for part in parts[:-1]:
+            try:
+                key: Any = int(part) if isinstance(node, list) else str(part)
+                child = node[key]
+            except (KeyError, IndexError, TypeError, ValueError, OverflowError):
+                return  # what is missing is created fresh by the op, or the op fails
+            if isinstance(child, (dict, list)) and id(child) not in self._copied:
+                child = child.copy()
+                node[key] = child
+                self._copies.append(child)
+                self._copied.add(id(child))
+            if not isinstance(child, (dict, list)):
+                return
+            node = child
+
+    def _own_root(self) -> None:
+        """An op replaced the root (``path: ""``): copy the new root, which may be a shared subtree."""
+        if isinstance(self.document, (dict, list)):
+            self.document = self.document.copy()
+            self._copies.append(self.document)
+            self._copied.add(id(self.document))
+
+
+def unshare_op(doc: CopyOnWrite, op: dict[str, Any]) -> None:
+    """Unshare what an RFC 6902 op changes in place: the parents of its ``path`` (and of ``from`` for a move)."""
+    for field in ("path", "from"):
+        value = op.get(field)
+        if isinstance(value, str) and (field == "path" or op.get("op") == "move"):
+            doc.unshare(pointer_parts(value))
+
+
+def lazy_length(state: Any) -> Callable[[], int]:
+    """``len(canonical_json(state))``, computed on the first call only (growth bounds need it rarely)."""
+    cache: list[int] = []
+
+    def length() -> int:
+        if not cache:
+            cache.append(len(canonical_json(state)))
+        return cache[0]
+
+    return length
+
+
+def same_json_shared(a: Any, b: Any) -> bool:
+    """``same_json(a, b)``, walking dictionaries with the same string keys and skipping identical subtrees.
+
+    Exact: a dictionary's canonical JSON is its keys' and values' canonical JSON, so equality of two such
+    dictionaries is equality of each pair of values; every other pair is compared by ``same_json``."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if type(x) is dict and type(y) is dict and x.keys() == y.keys() and all(type(k) is str for k in x):
+            stack.extend((x[k], y[k]) for k in x)
+        elif not same_json(x, y):
+            return False
+    return True
