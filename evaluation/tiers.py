@@ -31,16 +31,36 @@ def runs_environment_code(options: EvalOptions) -> bool:
 
 @dataclass(frozen=True)
 class TierRequirement:
-    """Modules a tier needs (when ``applies(options)``), and the command that installs them."""
+    """Modules a tier needs (when ``applies(options)``), and the command that installs them. ``missing``,
+    when given, replaces the module check: it names what is missing (``None`` when all is there)."""
 
     modules: tuple[str, ...]
     install: str
     applies: Callable[[EvalOptions], bool] = runs_environment_code
+    missing: Callable[[], str | None] | None = None
 
 
+def tau_bench_missing() -> str | None:
+    """``None`` when τ-bench is found the way the adapter finds it (``--tau-path``, installed, or
+    ``$ENVSIM_TAU_BENCH``); otherwise what was tried."""
+    from envsim.envs.adapters.tau import TauBenchNotFound, locate_tau_bench
+
+    try:
+        locate_tau_bench()
+        return None
+    except TauBenchNotFound as exc:
+        why = str(exc).split(";")[0].removeprefix("τ-bench not found: ")
+        return "τ-bench (" + why.replace(" at nothing", "; $ENVSIM_TAU_BENCH not set") + ")"
+
+
+TAU_INSTALL = ("pip install git+https://github.com/sierra-research/tau-bench, or --tau-path / $ENVSIM_TAU_BENCH "
+               "set to the folder holding tau_bench/")
 TIER_REQUIREMENTS: dict[str, TierRequirement] = {
     "bfcl": TierRequirement(("mpmath", "bfcl_eval"),
                             'pip install -e ".[bfcl]" && pip install --no-deps "bfcl-eval==2026.3.23"'),
+    "tau": TierRequirement((), TAU_INSTALL, missing=tau_bench_missing),
+    # chained episodes step the real environment alongside the simulator: every model needs τ-bench there
+    "tau_chained": TierRequirement((), TAU_INSTALL, applies=lambda _options: True, missing=tau_bench_missing),
 }
 
 
@@ -59,7 +79,8 @@ def check_requirements(tier_names: list[str], options: EvalOptions) -> None:
         need = TIER_REQUIREMENTS.get(name)
         if need is None or not need.applies(options):
             continue
-        absent = [m for m in need.modules if not module_available(m)]
+        absent = [need.missing()] if need.missing else [m for m in need.modules if not module_available(m)]
+        absent = [a for a in absent if a]
         if absent:
             missing[name] = f"{', '.join(absent)} (install: {need.install})"
     if missing:

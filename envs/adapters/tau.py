@@ -213,7 +213,7 @@ def tau_env(domain: str) -> type[Environment]:
     tools = tool_classes(domain)
     namespace: dict[str, Any] = {"__module__": __name__, "__qualname__": f"Tau{domain.title()}",
                                  "__doc__": f"τ-bench {domain} domain (tools and database from tau_bench).",
-                                 "name": f"tau_{domain}", "_tau_domain": domain}
+                                 "name": f"tau_{domain}", "_tau_domain": domain, "domain": domain}
     specs: dict[str, ToolSpec] = {}
     sources: dict[str, str] = {}
     for tool in tools:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from envsim.cli.env_module_option import env_module_option
+from envsim.cli.tau_path_option import tau_path_option
 from envsim.construction.tracks import TRACKS
 from envsim.progress import progress_option
 
@@ -53,6 +54,7 @@ from envsim.progress import progress_option
 @click.option("--agent-base-url", default=None, help="OpenAI-compatible endpoint of the agent model.")
 @progress_option
 @env_module_option
+@tau_path_option
 @click.option("--format", "fmt", type=click.Choice(["envsim", "envsimbench"]), default="envsim", show_default=True,
               help="envsimbench: the original EnvSimBench layout (one JSON list), readable by its evaluation script.")
 def construct_cmd(split: str, version: str, spec: str, pool_size: int | None, seed: int, episodes: int, steps: int,

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from envsim.cli.env_module_option import env_module_option
+from envsim.cli.tau_path_option import tau_path_option
 from envsim.cli.eval_outcome import MinScoredType, exit_if_too_few
 from envsim.evaluation.console import live_rates  # noqa: F401 - re-exported for callers of the old location
 from envsim.evaluation.eval_options import MinScored
@@ -76,6 +77,7 @@ from envsim.progress import progress_option
 @click.option("--episodes", type=click.IntRange(min=1), default=2, show_default=True,
               help="Rollout episodes per environment.")
 @env_module_option
+@tau_path_option
 def eval_cmd(model: str, base_url: tuple[str, ...], extra_json: str | None, tokenizer_dir: str | None,
              min_scored: MinScored, **options: Any) -> None:
     """Evaluate MODEL on FM / CM / CM-lenient per stratum, |Δ|, arity and domain, with 95% CIs.
