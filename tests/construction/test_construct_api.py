@@ -68,8 +68,18 @@ def test_train_data_stops_on_a_bad_recipe(tmp_path):
     assert not (tmp_path / "data").exists()
 
 
-def test_a_track_without_its_source_stops_with_exit_1(tmp_path, monkeypatch):
+def _hide_tau_bench(monkeypatch, tmp_path) -> None:
+    """A machine without τ-bench: no ENVSIM_TAU_BENCH folder, nothing on sys.path, nothing imported yet."""
+    import sys
+
     monkeypatch.setenv("ENVSIM_TAU_BENCH", str(tmp_path / "nowhere"))
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if "tau-bench" not in p])
+    for name in [m for m in sys.modules if m == "tau_bench" or m.startswith("tau_bench.")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+def test_a_track_without_its_source_stops_with_exit_1(tmp_path, monkeypatch):
+    _hide_tau_bench(monkeypatch, tmp_path)
     result = CliRunner().invoke(main, ["construct", "--track", "tau", "--split", "test",
                                        "--out", str(tmp_path / "tau.jsonl")])
     assert result.exit_code == 1 and "τ-bench not found" in result.output, result.output
