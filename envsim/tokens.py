@@ -20,6 +20,7 @@ import binascii
 import functools
 import math
 import unicodedata
+import weakref
 from pathlib import Path
 from typing import Any, Iterable, Sequence, Union
 
@@ -65,6 +66,14 @@ class QwenBPE:
                                            special_tokens={token: index for index, token in qwen.SPECIAL_TOKENS})
         self._encoding._mergeable_ranks = {}  # tiktoken's Rust core holds its own copy; this one only pickles
         self._special = self._encoding.special_tokens_set
+        QwenBPE._latest = weakref.ref(self)
+
+    _latest: "weakref.ReferenceType[QwenBPE] | None" = None
+
+    @classmethod
+    def alive(cls) -> "QwenBPE | None":
+        """The last one built, while something still holds it (``get_tokenizer``'s cache or a running evaluation)."""
+        return cls._latest() if cls._latest is not None else None
 
     def __reduce__(self) -> tuple[type, tuple[()]]:
         return QwenBPE, ()  # pickled by name: rebuilt from the package's ranks where it is unpickled
@@ -207,5 +216,12 @@ def eval_tokenizer(model: str, tokenizer_dir: str | Path | None = None) -> tuple
         try:
             return get_tokenizer(model), None
         except TokenizerUnavailable as exc:
-            return get_tokenizer(), f"{exc}; counting tokens with {DEFAULT_TOKENIZER} instead"
-    return get_tokenizer(), None
+            return _run_default(), f"{exc}; counting tokens with {DEFAULT_TOKENIZER} instead"
+    return _run_default(), None
+
+
+def _run_default() -> QwenBPE:
+    """The Qwen BPE for one evaluation: one already loaded when there is one, else a new one that is not kept in
+    ``get_tokenizer``'s cache, so that its ~35 MB of rank tables go when the run drops it (before its reports are
+    drawn: the peak memory of ``envsim eval``) instead of staying for the rest of the process."""
+    return QwenBPE.alive() or QwenBPE()

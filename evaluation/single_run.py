@@ -90,6 +90,7 @@ def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) 
 def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSummary:
     """Evaluate ``options.split`` of ``options.benchmark`` (one-step samples, or the rollout track)."""
     from envsim.benchmark import benchmark_path, file_digest, load
+    from envsim.benchmark.compact import compact_records
     from envsim.evaluation.endpoints import endpoint_urls
     from envsim.evaluation.prompts import default_prompt_version
     from envsim.evaluation.runner import (ROLLOUT_VERSION, EvalConfig, RunConfigMismatch, RunDirLocked,
@@ -99,7 +100,7 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
     urls = endpoint_urls(options.base_urls, options.base_url_file)
     base_url = ",".join(sorted(urls)) if len(urls) > 1 else (urls[0] if urls else None)
     try:
-        records = load(options.benchmark, options.split)
+        records = compact_records(load(options.benchmark, options.split))  # read-only from here on
         digest = file_digest(options.benchmark, options.split)
     except (FileNotFoundError, ValueError) as exc:
         raise BenchmarkUnavailable(str(exc)) from None
@@ -141,7 +142,8 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
         else:
             _single(records, provider, config, run_dir, options, token_counter)
         sample_ids = [str(r["id"]) for r in records]
-        del records  # the reports need the ids only: the samples' memory is given back before the plot is drawn
+        del records, token_counter  # the reports need the ids only: the samples' and the token counter's memory
+        # (envsim.tokens.eval_tokenizer: not cached) is given back before the plot is drawn
         _endpoint_summary(provider, run_dir, options)
         if not rollout:
             from envsim.evaluation.report import write_reports

