@@ -34,7 +34,7 @@ import errno
 import os
 import platform
 import resource
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 LAYERS = ("session", "rlimits", "uid", "landlock", "landlock-scope", "seccomp", "tripwire")
 # A layer that may be missing when every layer named for it is active (what it guards, they guard).
@@ -105,9 +105,8 @@ def set_limits(memory_bytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (tasks + 1, tasks + 1))
 
 
-def _subordinate_ranges(paths: Iterable[str]) -> list[tuple[int, int]]:
-    """``(start, count)`` of every range in ``/etc/subuid``-style files (missing files give none)."""
-    ranges = []
+def _colon_fields(paths: Iterable[str]) -> Iterator[list[str]]:
+    """The ``:``-separated fields of every line of ``/etc``-style files (missing files give none)."""
     for path in paths:
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
@@ -115,26 +114,18 @@ def _subordinate_ranges(paths: Iterable[str]) -> list[tuple[int, int]]:
         except OSError:
             continue
         for line in lines:
-            fields = line.strip().split(":")
-            if len(fields) == 3 and fields[1].isdigit() and fields[2].isdigit():
-                ranges.append((int(fields[1]), int(fields[2])))
-    return ranges
+            yield line.strip().split(":")
+
+
+def _subordinate_ranges(paths: Iterable[str]) -> list[tuple[int, int]]:
+    """``(start, count)`` of every range in ``/etc/subuid``-style files (missing files give none)."""
+    return [(int(f[1]), int(f[2])) for f in _colon_fields(paths)
+            if len(f) == 3 and f[1].isdigit() and f[2].isdigit()]
 
 
 def _database_ids(paths: Iterable[str]) -> set[int]:
     """Ids named in ``/etc/passwd``/``/etc/group`` (third field)."""
-    ids = set()
-    for path in paths:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                lines = handle.read().splitlines()
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split(":")
-            if len(fields) > 2 and fields[2].isdigit():
-                ids.add(int(fields[2]))
-    return ids
+    return {int(f[2]) for f in _colon_fields(paths) if len(f) > 2 and f[2].isdigit()}
 
 
 def ids_in_use(proc: str = "/proc") -> set[int]:

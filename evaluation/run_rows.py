@@ -123,22 +123,15 @@ def check_rows(rows: Iterable[Any], ids: Sequence[str] | None) -> CheckedRows:
 def read_rows(path: Path) -> list[Any]:
     """The latest row per id of a ``results.jsonl`` plus every row without a string id (kept so that it is
     counted as invalid, not lost); unreadable lines (a torn last line) are skipped."""
-    import json
+    from envsim.evaluation.runner import iter_result_lines
 
     latest: dict[str, Any] = {}
     anonymous: list[Any] = []
-    if not path.exists():
-        return []
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            try:
-                row = json.loads(line)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(row, dict) and isinstance(row.get("id"), str):
-                latest[row["id"]] = row
-            else:
-                anonymous.append(row)
+    for row in iter_result_lines(path):
+        if isinstance(row, dict) and isinstance(row.get("id"), str):
+            latest[row["id"]] = row
+        else:
+            anonymous.append(row)
     return [*latest.values(), *anonymous]
 
 

@@ -227,20 +227,23 @@ class RetryPolicy:
         return min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
 
 
-def read_results(path: Path) -> dict[str, dict[str, Any]]:
-    """Latest result line per sample id; a torn last line (killed mid-write) is ignored."""
-    results: dict[str, dict[str, Any]] = {}
+def iter_result_lines(path: Path) -> Iterator[Any]:
+    """Every readable JSON line of a ``results.jsonl`` in order; a torn last line (killed mid-write) is
+    skipped; a missing file yields nothing."""
     if not path.exists():
-        return results
+        return
     with path.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:
             try:
-                row = json.loads(line)
+                yield json.loads(line)
             except (ValueError, RecursionError):
                 continue
-            if isinstance(row, dict) and isinstance(row.get("id"), str):
-                results[row["id"]] = row
-    return results
+
+
+def read_results(path: Path) -> dict[str, dict[str, Any]]:
+    """Latest result line per sample id; a torn last line (killed mid-write) is ignored."""
+    return {row["id"]: row for row in iter_result_lines(path)
+            if isinstance(row, dict) and isinstance(row.get("id"), str)}
 
 
 def prepare_run_dir(run_dir: Path, config: EvalConfig) -> None:
