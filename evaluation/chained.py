@@ -23,7 +23,6 @@ divergence (absolute and as a fraction of the episode), per episode length, with
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -103,7 +102,7 @@ async def play_episode(episode: dict[str, Any], simulator: Provider, *, prompt_m
     except Exception as exc:  # noqa: BLE001 - an unknown environment is reported, never raised
         return {**base, "status": "infra_failure", "reason": f"environment: {type(exc).__name__}: {exc}"}
     initial = episode["state"]
-    spec.initial_state = lambda _seed: copy.deepcopy(initial)
+    spec.initial_state = lambda _seed: initial  # never changed in place (SimulatedEnvironment.start)
     spec.code.update({s["tool"]: s["code"] for s in episode["steps"]})
     env = SimulatedEnvironment(spec, simulator, prompt_mode=prompt_mode, max_attempts=1, shadow=True,
                                request_timeout=request_timeout, prompt_version=prompt_version)

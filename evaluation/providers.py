@@ -65,8 +65,10 @@ def oracle_answer(record: dict[str, Any]) -> str:
     from envsim.envs.executor import execute
     from envsim.envs.registry import get_env
 
+    from envsim.envs.adapters.tau import is_tau
+
     env_class = get_env(record["env"])
-    if record.get("origin") == "tau_bench":  # large states: labelled on the records the call touches
+    if record.get("origin") == "tau_bench" or is_tau(env_class):  # large states: labelled on touched records
         from envsim.construction.traced_labelling import label_traced
 
         transition, _ = label_traced(env_class, record["state"], record["action"], check_determinism=False)

@@ -14,7 +14,8 @@ import jsonpointer
 from envsim.delta import canonical_json, compute_delta, same_json
 from envsim.evaluation.original_rule import original_rule_verdicts
 from envsim.evaluation.parsing import ParsedAnswer
-from envsim.evaluation.shared_states import CopyOnWrite, lazy_length, same_json_shared, unshare_op
+from envsim.evaluation.shared_states import (CopyOnWrite, canonical_order_after, lazy_length, same_json_shared,
+                                            unshare_op)
 
 MAX_GROWTH_CHARS = 100_000
 
@@ -44,7 +45,9 @@ def apply_prediction(state: dict[str, Any], patch: list[dict[str, Any]]) -> dict
     Values written by add/replace come from the answer, whose length the parser bounds; only
     ``copy`` can amplify, so the size a copy would add is checked before the copy is made. ``state`` is
     never modified: containers on the paths the ops change are copied, the rest is shared with it
-    (``shared_states.CopyOnWrite``), so a patch on a megabyte state costs what its paths cost.
+    (``shared_states.CopyOnWrite``), so a patch on a megabyte state costs what its paths cost. Keys the
+    patch adds take their sorted place (``canonical_order_after``): a state in canonical key order, as the
+    executor leaves every state, stays in it (τ-bench tools dump records as they are ordered).
     """
     doc = CopyOnWrite(state)
     state_chars = lazy_length(state)
@@ -62,6 +65,7 @@ def apply_prediction(state: dict[str, Any], patch: list[dict[str, Any]]) -> dict
         try:
             unshare_op(doc, op)
             doc.document = jsonpatch.JsonPatch([op]).apply(doc.document, in_place=True)
+            canonical_order_after(doc, op)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
             where = f"patch op {i} ({op.get('op')} {str(op.get('path'))[:60]})"
             raise ValueError(f"{where} does not apply: {str(exc)[:80]}") from None

@@ -60,6 +60,64 @@ class CopyOnWrite:
             self._copied.add(id(self.document))
 
 
+def sort_keys_deep(value: Any) -> None:
+    """Put every dictionary of ``value`` (owned, not shared) in sorted key order, in place."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            sort_keys(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def sort_keys(node: dict[Any, Any]) -> None:
+    """``node`` in sorted key order, in place (keys re-inserted only when out of order)."""
+    keys = list(node)
+    try:
+        ordered = sorted(keys)
+    except TypeError:  # keys no JSON object holds: left as they are
+        return
+    if keys != ordered:
+        for key in ordered:
+            node[key] = node.pop(key)
+
+
+def canonical_order_after(doc: CopyOnWrite, op: dict[str, Any]) -> None:
+    """Keep a state in canonical key order (the order ``envs.executor`` gives every state) after an applied
+    op: a key added to an object is moved to its sorted place, a value written by add/replace/copy is sorted
+    through. Only the op's target and the value it wrote are touched (both owned by ``doc``), so a state in
+    canonical order stays so, as when the whole state was re-serialised with sorted keys."""
+    kind = op.get("op")
+    if kind not in ("add", "replace", "copy", "move") or not isinstance(op.get("path"), str):
+        return
+    parts = pointer_parts(op["path"])
+    if not parts:
+        if kind != "move":
+            sort_keys_deep(doc.document)
+        return
+    node: Any = doc.document
+    for part in parts[:-1]:
+        try:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return
+    last = parts[-1]
+    if isinstance(node, dict):
+        sort_keys(node)
+        value = node.get(last)
+    elif isinstance(node, list) and node:
+        try:
+            value = node[-1] if last == "-" else node[int(last)]
+        except (IndexError, ValueError):
+            return
+    else:
+        return
+    if kind != "move":  # a moved value is the state's own (shared): left as it is
+        sort_keys_deep(value)
+
+
 def unshare_op(doc: CopyOnWrite, op: dict[str, Any]) -> None:
     """Unshare what an RFC 6902 op changes in place: the parents of its ``path`` (and of ``from`` for a move)."""
     for field in ("path", "from"):

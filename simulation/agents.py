@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 from typing import Any, Protocol
 
 from envsim.construction.explorer import ExplorerPolicy, StatePools
@@ -45,6 +46,35 @@ class ExplorerAgent:
                           state: dict[str, Any]) -> Action | None:
         """A plausible random call on the state the agent currently sees."""
         return self.policy.next_action(self.env_class, state)
+
+
+class TauAgent:
+    """τ-bench's own call shapes with values from the state: a tool call of the domain's *train* tasks (test
+    tasks where τ-bench ships none: airline), its ids redrawn from the state the agent currently sees
+    (``construction.tau_track.StateArguments``: ids that exist, now and then one that does not)."""
+
+    def __init__(self, env_class: type[Environment], seed: int) -> None:
+        from envsim.envs.adapters.tau import task_actions
+
+        domain = getattr(env_class, "_tau_domain")
+        tasks = task_actions(domain, "train") or task_actions(domain, "test")
+        self.templates = [action for actions in tasks for action in actions]
+        self.rng = random.Random(stable_seed("tau-agent", env_class.env_id(), seed))
+
+    async def next_action(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                          state: dict[str, Any]) -> Action | None:
+        """One template call with argument values drawn from ``state``."""
+        from envsim.construction.tau_track import StateArguments
+
+        return StateArguments(state, self.rng).fill(self.rng.choice(self.templates))
+
+
+def explorer_agent(env_class: type[Environment], seed: int) -> AgentPolicy:
+    """The seeded explorer of an environment: ``TauAgent`` for τ-bench domains (random ids never hit a
+    record of a production database), ``ExplorerAgent`` otherwise."""
+    from envsim.envs.adapters.tau import is_tau
+
+    return TauAgent(env_class, seed) if is_tau(env_class) else ExplorerAgent(env_class, seed)
 
 
 class ChangingStartAgent:

@@ -28,7 +28,7 @@ def _task_text(env_id: str) -> str:
 async def run_episode(env: SimulatedEnvironment, agent: Any, seed: int, steps: int,
                       task: str | None = None) -> dict[str, Any]:
     """One episode: ``steps`` agent calls (or fewer when the agent stops) in ``env``."""
-    env.reset(seed)
+    env.start(seed)
     tools = env.spec.tools
     task = task or _task_text(env.spec.env_id)
     messages: list[dict[str, Any]] = [{"role": "system", "content": AGENT_SYSTEM}, {"role": "user", "content": task}]
@@ -156,7 +156,7 @@ async def simulate(env_classes: Sequence[type[Environment]], provider: Any, out:
     """Roll ``episodes`` episodes of ``steps`` calls per environment class in environments simulated by
     ``provider``, write the outputs under ``out`` (see ``write_outputs``) and return them. The provider is
     closed at the end."""
-    from envsim.simulation.agents import ExplorerAgent, LLMAgent
+    from envsim.simulation.agents import LLMAgent, explorer_agent
 
     out = Path(out)
     results, envs = [], []
@@ -166,7 +166,7 @@ async def simulate(env_classes: Sequence[type[Environment]], provider: Any, out:
                 env = SimulatedEnvironment(EnvSpec.from_class(cls), provider, prompt_mode=prompt_mode,
                                            max_attempts=max_attempts, shadow=shadow, prompt_version=prompt_version)
                 envs.append(env)
-                policy = ExplorerAgent(cls, seed + i) if agent == "explorer" else LLMAgent(agent, agent_base_url)
+                policy = explorer_agent(cls, seed + i) if agent == "explorer" else LLMAgent(agent, agent_base_url)
                 results.append(await run_episode(env, policy, seed + i, steps))
     finally:
         close = getattr(provider, "aclose", None)

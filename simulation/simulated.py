@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from envsim.delta import compute_delta, same_json
+from envsim.construction.traced_labelling import label_traced
+from envsim.envs.adapters.tau import is_tau
 from envsim.envs.base import Environment
 from envsim.envs.executor import execute
 from envsim.envs.source import class_source, tool_code
@@ -31,6 +33,7 @@ from envsim.evaluation.parsing import parse_answer
 from envsim.evaluation.prompts import LATEST_PROMPT_VERSION, build_messages
 from envsim.evaluation.providers import Provider
 from envsim.evaluation.scoring import apply_prediction
+from envsim.evaluation.shared_states import same_json_shared
 from envsim.records import Action
 
 FALLBACK_PREFIX = "simulator error: "
@@ -131,15 +134,25 @@ class SimulatedEnvironment:
         self.history: list[StepRecord] = []
         self.first_divergence: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._true_digest: Any = None  # the true state's StateDigest (traced labelling), kept across steps
 
     # gym-style API --------------------------------------------------------------------------------
     def reset(self, seed: int = 0, state: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Start an episode from ``state`` or the spec's initial state for ``seed``; returns the state."""
+        """Start an episode from ``state`` or the spec's initial state for ``seed``; returns (a copy of) the state."""
+        self.start(seed, state)
+        return copy.deepcopy(self.state)
+
+    def start(self, seed: int = 0, state: dict[str, Any] | None = None) -> None:
+        """``reset`` without handing a copy of the state back (a megabyte state costs a second to deep-copy).
+
+        The tracked and the true state start as one object: neither is ever changed in place (predicted
+        patches are applied copy-on-write, the real call runs on a copy or on copy-on-read records), so
+        they share what no call has changed and compare at the cost of what calls changed."""
         self.state = copy.deepcopy(state) if state is not None else self.spec.initial_state(seed)
-        self.true_state = copy.deepcopy(self.state) if self.shadow else None
+        self.true_state = self.state if self.shadow else None
+        self._true_digest = None
         self.history = []
         self.first_divergence = None
-        return copy.deepcopy(self.state)
 
     def step(self, action: Action | dict[str, Any]) -> Any:
         """Simulate one call; returns the observation (the tracked state is updated)."""
@@ -218,12 +231,16 @@ class SimulatedEnvironment:
 
     def _shadow(self, step: StepRecord, action: Action) -> None:
         assert self.spec.runnable is not None and self.true_state is not None
-        truth = execute(self.spec.runnable, self.true_state, action)
+        if is_tau(self.spec.runnable):  # large states: labelled on the records the call touches
+            truth, self._true_digest = label_traced(self.spec.runnable, self.true_state, action,
+                                                    check_determinism=False, digest=self._true_digest)
+        else:
+            truth = execute(self.spec.runnable, self.true_state, action)
         self.true_state = truth.next_state
         step.true_observation = truth.observation
         step.true_delta_size = truth.delta_size
         step.fm = not step.fallback and same_json(step.observation, truth.observation)
-        step.cm = not step.fallback and same_json(self.state, truth.next_state)
+        step.cm = not step.fallback and same_json_shared(self.state, truth.next_state)
         step.diverged = not step.cm
         if step.diverged and self.first_divergence is None:
             self.first_divergence = step.index

@@ -71,11 +71,13 @@ class TrainDataSummary:
 
 def train_data(out: str | Path, *, recipe: str = "default", rationales: bool = False, workers: int = 1,
                version: str = "v1", prompt_version: str | None = None, cutoff: int = 8192,
-               over_cutoff: str = "drop", tokenizer: str | Path | None = None) -> TrainDataSummary:
+               over_cutoff: str = "drop", tokenizer: str | Path | None = None,
+               track: str | None = None) -> TrainDataSummary:
     """Write chat-format SFT data (JSONL + records + ``dataset_info.json`` + ``stats.json``) into ``out`` from
     training-split environments of benchmark ``version``; keywords mirror ``envsim train data``'s options
     (``tokenizer``: a local model directory whose tokenizer counts tokens; default Qwen's BPE, offline).
-    Progress follows ``ENVSIM_PROGRESS``."""
+    ``track="tau"``: τ-bench's train tasks instead, prompted with state views (``training.tau_data``; the
+    recipe does not apply). Progress follows ``ENVSIM_PROGRESS``."""
     from envsim.construction.composition import CompositionError
     from envsim.construction.splits import training_envs
     from envsim.envs.registry import list_envs
@@ -85,6 +87,9 @@ def train_data(out: str | Path, *, recipe: str = "default", rationales: bool = F
 
     if over_cutoff not in ("drop", "refuse"):
         raise TrainDataStopped(f"over_cutoff must be 'drop' or 'refuse', not {over_cutoff!r}")
+    if track is not None:
+        return _track_data(track, Path(out), prompt_version=prompt_version, cutoff=cutoff, over_cutoff=over_cutoff,
+                           tokenizer=tokenizer)
     try:
         spec = load_recipe(recipe)
     except (OSError, ValueError) as exc:
@@ -104,4 +109,26 @@ def train_data(out: str | Path, *, recipe: str = "default", rationales: bool = F
             raise TrainDataStopped(f"{exc}; raise the recipe's rollout episodes/steps") from None
         except OverCutoffError as exc:
             raise TrainDataStopped(str(exc)) from None
+    return TrainDataSummary(out_dir=out_dir, stats=stats)
+
+
+TRAIN_TRACKS = ("tau",)
+
+
+def _track_data(track: str, out_dir: Path, *, prompt_version: str | None, cutoff: int, over_cutoff: str,
+                tokenizer: str | Path | None) -> TrainDataSummary:
+    """``train_data`` of a foreign track (``tau``): its own training pool, never a test task's call."""
+    from envsim.envs.adapters.tau import TauBenchNotFound
+    from envsim.tokens import TokenizerUnavailable, get_tokenizer
+    from envsim.training.data import OverCutoffError
+    from envsim.training.tau_data import build_tau_sft_data
+
+    if track not in TRAIN_TRACKS:
+        raise TrainDataStopped(f"unknown track {track!r}; known: {', '.join(TRAIN_TRACKS)}")
+    try:
+        counter = get_tokenizer(str(tokenizer) if tokenizer is not None else None)
+        stats = build_tau_sft_data(out_dir, prompt_version=prompt_version, cutoff=cutoff, over_cutoff=over_cutoff,
+                                   tokenizer=counter)
+    except (TokenizerUnavailable, TauBenchNotFound, OverCutoffError, ValueError) as exc:
+        raise TrainDataStopped(str(exc)) from None
     return TrainDataSummary(out_dir=out_dir, stats=stats)

@@ -44,11 +44,12 @@ def _preflight(simulator: str, provider: object, urls: list[str], api_key: str |
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--shadow/--no-shadow", default=True, show_default=True,
               help="Step the real implementation alongside and report drift.")
-@click.option("--prompt-mode", type=click.Choice(["mdp", "pomdp", "full-class"]), default="mdp", show_default=True,
-              help="What the simulator's prompt shows of the environment (as 'envsim eval --prompt-mode').")
-@click.option("--prompt-version", type=click.Choice(["1", "2"]), default="2", show_default=True,
+@click.option("--prompt-mode", type=click.Choice(["mdp", "pomdp", "full-class", "mdp-view"]), default="mdp",
+              show_default=True, help="What the simulator's prompt shows of the environment (as 'envsim eval "
+              "--prompt-mode'); mdp-view: the state view of each call (the full state is still tracked).")
+@click.option("--prompt-version", type=click.Choice(["1", "2", "3"]), default=None,
               help="Prompt version sent to the simulator: the one its SFT data was written with ('envsim train "
-                   "data' writes 2).")
+                   "data' writes 2; 3 with mdp-view).  [default: 2, 3 for mdp-view]")
 @click.option("--max-attempts", type=int, default=3, show_default=True,
               help="Simulator attempts per step before the fallback policy (error observation, state unchanged).")
 @click.option("--price-in", type=float, default=0.0, show_default=True, help="Price per 1M prompt tokens.")
@@ -69,7 +70,7 @@ def _preflight(simulator: str, provider: object, urls: list[str], api_key: str |
 def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, ...], agent: str,
                  agent_base_url: str | None, episodes: int, steps: int, seed: int, shadow: bool, prompt_mode: str,
                  max_attempts: int, price_in: float, price_out: float, out: Path,
-                 base_url_file: Path | None = None, prompt_version: str = "2", api_key: str | None = None,
+                 base_url_file: Path | None = None, prompt_version: str | None = None, api_key: str | None = None,
                  preflight: bool = True, max_fallback_rate: float = 0.0, include_fallbacks: bool = False) -> None:
     """Write trajectories (ShareGPT with tool calls), per-step records, costs and (shadow) a drift report.
 
@@ -80,7 +81,10 @@ def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, 
     from envsim.cli.eval_outcome import EXIT_TOO_FEW_SCORED, top_reasons
     from envsim.envs.registry import UnknownEnvironment, get_env
     from envsim.evaluation.runner import RetryPolicy
+    from envsim.evaluation.prompts import default_prompt_version
     from envsim.simulation.simulate import simulate, unknown_simulator_hint
+
+    prompt_version = prompt_version or default_prompt_version("v2", prompt_mode)
 
     try:
         for env_id in env_ids:

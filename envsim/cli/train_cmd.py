@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from envsim.cli.train_rl_cmd import rl_cmd
+from envsim.cli.tau_path_option import tau_path_option
 from envsim.cli.train_sft_cmd import sft_cmd
 from envsim.progress import progress_option
 
@@ -31,24 +32,29 @@ train.add_command(rl_cmd)
 @click.option("--rationales", is_flag=True, help="Put an execution-trace rationale before each answer JSON.")
 @click.option("--workers", type=int, default=1, show_default=True, help="Processes for rollouts.")
 @click.option("--version", default="v1", show_default=True, help="Benchmark version whose held-out envs are excluded.")
-@click.option("--prompt-version", type=click.Choice(["1", "2"]), default=None,
-              help="Prompt version of the samples (default: the recipe's, else 2, compact JSON). Evaluate the "
-                   "trained model with the same 'envsim eval --prompt-version'.")
+@click.option("--prompt-version", type=click.Choice(["1", "2", "3"]), default=None,
+              help="Prompt version of the samples (default: the recipe's, else 2, compact JSON; 3 for --track tau). "
+                   "Evaluate the trained model with the same 'envsim eval --prompt-version'.")
+@click.option("--track", type=click.Choice(["tau"]), default=None,
+              help="tau: τ-bench's train tasks (never a test task's call) prompted with state views (mdp-view, "
+                   "prompt version 3), states stored once under OUT/tau_states; --recipe does not apply.")
 @click.option("--cutoff", type=int, default=8192, show_default=True,
               help="SFT cutoff in tokens (the 'envsim train sft --cutoff'); full chats are counted, framing included.")
 @click.option("--over-cutoff", type=click.Choice(["drop", "refuse"]), default="drop", show_default=True,
               help="Samples over the cutoff: drop them (counted in stats.json) or refuse to write the data.")
 @click.option("--tokenizer", "tokenizer_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="Local model directory whose tokenizer counts tokens (default: Qwen's BPE, offline).")
+@tau_path_option
 def data_cmd(recipe: str, out: Path, rationales: bool, workers: int, version: str, prompt_version: str | None,
-             cutoff: int, over_cutoff: str, tokenizer_dir: str | None) -> None:
+             cutoff: int, over_cutoff: str, tokenizer_dir: str | None, track: str | None = None) -> None:
     """Write chat-format SFT data from training-split environments only; nothing over the cutoff is truncated."""
     from envsim.training.api import train_data
     from envsim.training.errors import TrainDataStopped
 
     try:
         data = train_data(out, recipe=recipe, rationales=rationales, workers=workers, version=version,
-                          prompt_version=prompt_version, cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=tokenizer_dir)
+                          prompt_version=prompt_version, cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=tokenizer_dir,
+                          track=track)
     except TrainDataStopped as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(data.stats, indent=2))

@@ -80,3 +80,40 @@ def test_no_test_task_call_appears_in_any_training_file(tmp_path):
     rows = pool + [json.loads(line) for p in shipped_training for line in p.read_text().splitlines() if line.strip()]
     leaked = [r["id"] for r in rows if canonical_json([r.get("env"), r.get("action")]) in held_out]
     assert not leaked
+
+
+@pytest.mark.slow
+def test_train_data_tau_track_writes_view_samples_without_any_test_task_call(tmp_path):
+    from click.testing import CliRunner
+
+    from envsim.cli import main
+    from envsim.evaluation.prompts import action_text
+    from envsim.envs.adapters.tau import DOMAINS, task_actions
+
+    result = CliRunner().invoke(main, ["train", "data", "--track", "tau", "--out", str(tmp_path), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert (stats["prompt_mode"], stats["prompt_version"]) == ("mdp-view", "3") and stats["samples"] > 700
+    samples = [json.loads(line) for line in (tmp_path / "tau_sft.jsonl").read_text().splitlines()]
+    records = load(str(tmp_path / "tau_sft.records.jsonl"))  # states resolve from tmp_path/tau_states
+    assert [s["id"] for s in samples] == [r["id"] for r in records] and len(samples) == stats["samples"]
+    held_out = held_out_call_keys()
+    assert not [r["id"] for r in records if canonical_json([r["env"], r["action"]]) in held_out]
+    # the same check on the text the model trains on: no test task's call line appears in any prompt
+    calls = {"Call:\n" + action_text(a.to_json(), "3") for d in DOMAINS for t in task_actions(d, "test") for a in t}
+    call_lines = [s["messages"][1]["content"].rsplit("\n\n", 1)[-1] for s in samples]
+    assert not [line for line in call_lines if line in calls]
+    train = {"Call:\n" + action_text(a.to_json(), "3") for t in task_actions("retail", "train") for a in t}
+    assert all(line in train for line in call_lines)  # the check reads the call lines it means to read
+    assert all("State view" in s["messages"][1]["content"] for s in samples)
+    first = records[0]
+    assert canonical_json(jsonpatch.apply_patch(first["state"], first["patch"])) == canonical_json(first["next_state"])
+
+
+def test_train_data_tau_track_needs_a_view_prompt_version(tmp_path):
+    import envsim
+    from envsim.training.errors import TrainDataStopped
+
+    with pytest.raises(TrainDataStopped, match="prompt version 3"):
+        envsim.train_data(tmp_path / "out", track="tau", prompt_version="2")
+    assert not (tmp_path / "out").exists()

@@ -61,3 +61,11 @@ def test_shared_comparison_is_same_json(a, b):
     assert same_json_shared(a, b) == same_json(a, b)
     shared = {"big": list(range(10))}
     assert same_json_shared({"s": shared, "x": a}, {"s": shared, "x": b}) == same_json(a, b)
+
+
+def test_added_keys_and_written_values_take_their_sorted_place():
+    state = {"a": {"b": 1, "d": 2}, "z": {"y": 1, "x": 2}}  # /z is not touched: its order is its own
+    predicted = apply_prediction(state, [{"op": "add", "path": "/a/c", "value": {"q": 1, "p": [{"n": 1, "m": 2}]}}])
+    assert list(predicted["a"]) == ["b", "c", "d"] and list(predicted["a"]["c"]) == ["p", "q"]
+    assert list(predicted["a"]["c"]["p"][0]) == ["m", "n"] and predicted["z"] is state["z"]
+    assert list(state["a"]) == ["b", "d"]
