@@ -348,8 +348,13 @@ def write_reports(run_dir: Path, sample_ids: Sequence[str] | None = None) -> dic
     config = json.loads((run_dir / "config.json").read_text())
     checked = checked_results(run_dir, config, sample_ids)
     summary = summarize(checked.rows, config)
-    summary.update(invalid_rows=checked.invalid_count, invalid_row_reasons=checked.invalid,
-                   ignored_rows=len(checked.unknown_ids), warnings=checked.warnings)
+    # Only a run with dropped rows or warnings gets these keys: a clean run's summary.json keeps its v1/v2 form.
+    if checked.invalid_count:
+        summary.update(invalid_rows=checked.invalid_count, invalid_row_reasons=checked.invalid)
+    if checked.unknown_ids:
+        summary["ignored_rows"] = len(checked.unknown_ids)
+    if checked.warnings:
+        summary["warnings"] = checked.warnings
     endpoints = run_dir / "endpoints.json"            # written by envsim eval with several --base-url
     if endpoints.exists():
         try:
