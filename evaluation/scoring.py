@@ -11,11 +11,11 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 
-from envsim.delta import canonical_json, compute_delta, same_json
+from envsim.delta import canonical_json, changed_paths, same_json
 from envsim.evaluation.original_rule import original_rule_verdicts
 from envsim.evaluation.parsing import ParsedAnswer
 from envsim.evaluation.shared_states import (CopyOnWrite, canonical_order_after, lazy_length, same_json_shared,
-                                            unshare_op)
+                                            strictly_equal_shared, unshare_op)
 
 MAX_GROWTH_CHARS = 100_000
 
@@ -94,10 +94,11 @@ def _prf(predicted: set[str], truth: set[str]) -> tuple[float, float, float]:
 
 
 def true_changed_paths(record: dict[str, Any]) -> list[str]:
-    """Changed paths of a record (from its stored labels, or recomputed from its states)."""
+    """Changed paths of a record (from its stored labels, or recomputed from its states: ``compute_delta``'s
+    paths, walking only the subtrees the two states do not share)."""
     if "changed_paths" in record:
         return list(record["changed_paths"])
-    return list(compute_delta(record["state"], record["next_state"]).paths)
+    return list(changed_paths(record["state"], record["next_state"], strictly_equal_shared))
 
 
 def score_prediction(record: dict[str, Any], answer: ParsedAnswer) -> SampleScore:
@@ -118,7 +119,7 @@ def score_prediction(record: dict[str, Any], answer: ParsedAnswer) -> SampleScor
     try:
         cm = same_json_shared(predicted, record["next_state"])
         predicted_paths = (set(truth) if cm else set() if unchanged
-                           else set(compute_delta(record["state"], predicted).paths))
+                           else set(changed_paths(record["state"], predicted, strictly_equal_shared)))
     except (RecursionError, ValueError, TypeError) as exc:
         return SampleScore(True, fm, False, lenient, 0.0, 0.0, 0.0,
                            reason=f"prediction not comparable: {type(exc).__name__}", cm_original=original)

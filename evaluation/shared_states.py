@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from envsim.delta import canonical_json, same_json
+from envsim.delta import canonical_json, same_json, strictly_equal
 
 
 def pointer_parts(pointer: str) -> list[str]:
@@ -151,5 +151,23 @@ def same_json_shared(a: Any, b: Any) -> bool:
         if type(x) is dict and type(y) is dict and x.keys() == y.keys() and all(type(k) is str for k in x):
             stack.extend((x[k], y[k]) for k in x)
         elif not same_json(x, y):
+            return False
+    return True
+
+
+def strictly_equal_shared(a: Any, b: Any) -> bool:
+    """``strictly_equal(a, b)`` (equal as canonical JSON text), walking dictionaries with the same string keys and
+    skipping identical subtrees, so two states that share all but a few records compare at the cost of those.
+
+    Exact: a dictionary's canonical JSON is its keys' and values' canonical JSON, so two such dictionaries are
+    equal as text exactly when each pair of values is; every other pair is compared by ``strictly_equal``."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if type(x) is dict and type(y) is dict and x.keys() == y.keys() and all(type(k) is str for k in x):
+            stack.extend((x[k], y[k]) for k in x)
+        elif not strictly_equal(x, y):
             return False
     return True
