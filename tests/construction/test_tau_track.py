@@ -71,15 +71,48 @@ def test_chained_episodes_replay_to_their_final_state():
         assert canonical_json(state) == canonical_json(episode["final_state"])
 
 
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    """The τ-bench training pool (retail's train tasks replayed), built once for this module."""
+    return training_pool(tmp_path_factory.mktemp("tau_pool"))
+
+
 @pytest.mark.slow
-def test_no_test_task_call_appears_in_any_training_file(tmp_path):
+def test_no_test_task_call_appears_in_any_training_file(pool):
     held_out = held_out_call_keys()
-    pool = training_pool(tmp_path)
     assert len(pool) > 700  # retail's 768 train calls less the 12 that repeat a test call
     shipped_training = [p for p in BENCHMARK_DIR.rglob("*.jsonl") if "train" in p.name]
     rows = pool + [json.loads(line) for p in shipped_training for line in p.read_text().splitlines() if line.strip()]
     leaked = [r["id"] for r in rows if canonical_json([r.get("env"), r.get("action")]) in held_out]
     assert not leaked
+
+
+RETAIL_WRITE_TOOLS = {"cancel_pending_order", "exchange_delivered_order_items", "modify_pending_order_address",
+                      "modify_pending_order_items", "modify_pending_order_payment", "return_delivered_order_items"}
+
+
+@pytest.mark.slow
+def test_the_training_pool_has_no_read_calls_because_train_tasks_list_none(pool):
+    """Why ``train data --track tau`` has no no-change sample: τ-bench annotates its retail train (and dev) tasks
+    with the state-changing calls only (test tasks list every call, reads included), so there is no read call to
+    replay. Nothing is filtered by stratum or outcome, and a read call is labelled no-change when replayed."""
+    from envsim.envs.adapters.tau import task_actions, tau_env
+
+    train_calls = [a for task in task_actions("retail", "train") for a in task]
+    assert {a.name for a in train_calls} == RETAIL_WRITE_TOOLS
+    assert {a.name for t in task_actions("retail", "dev") for a in t} <= RETAIL_WRITE_TOOLS
+    assert {a.name for t in task_actions("retail", "test") for a in t} > RETAIL_WRITE_TOOLS  # reads: test only
+    held_out = held_out_call_keys()
+    env_id = tau_env("retail").env_id()
+    kept = [a.to_json() for a in train_calls if canonical_json([env_id, a.to_json()]) not in held_out]
+    assert [r["action"] for r in pool] == kept and len(pool) == 756  # every train call but the 12 test repeats
+    assert {r["stratum"] for r in pool} <= {"failure", "simple", "medium", "difficult", "extreme"}
+    assert all(r["delta_size"] > 0 for r in pool if r["outcome"] != "failure")
+    env_class = tau_env("retail")
+    state = env_class.sample_state(0)
+    order = pool[0]["action"]["arguments"]["order_id"]
+    read, _ = label_traced(env_class, state, {"name": "get_order_details", "arguments": {"order_id": order}})
+    assert (read.stratum, read.delta_size, read.outcome) == ("no_change", 0, "no_change")
 
 
 @pytest.mark.slow
