@@ -267,6 +267,7 @@ class _Worker:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        _await_session_end(self.proc.pid)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 stream.close()
@@ -313,6 +314,15 @@ def _kill_session(session: int) -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             continue
+
+
+def _await_session_end(session: int, seconds: float = 2.0) -> None:
+    """SIGKILL is delivered asynchronously: wait (bounded) until no live process is left in the session,
+    killing again what is still there, so that a closed worker has really stopped everything it started."""
+    deadline = time.monotonic() + seconds
+    while session_members(session) and time.monotonic() < deadline:
+        _kill_session(session)
+        time.sleep(0.01)
 
 
 class _Pool:

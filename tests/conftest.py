@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-#: τ-bench's airline/retail subset for tests and CI (read in place, never copied): ../shared/third_party/tau-bench
-TAU_BENCH_PATH = Path(__file__).resolve().parents[2] / "shared" / "third_party" / "tau-bench"
-os.environ.setdefault("ENVSIM_TAU_BENCH", str(TAU_BENCH_PATH))
+#: τ-bench's airline/retail subset for tests and CI (read in place, never copied): $ENVSIM_TAU_BENCH when set
+#: (.ci/run sets it), else ../shared/third_party/tau-bench next to the checkout.
+TAU_BENCH_PATH = Path(os.environ.get("ENVSIM_TAU_BENCH")
+                      or Path(__file__).resolve().parents[2] / "shared" / "third_party" / "tau-bench")
+os.environ["ENVSIM_TAU_BENCH"] = str(TAU_BENCH_PATH)
 
 from envsim.construction.composition import Spec, stratified_sample
 from envsim.construction.pipeline import build_pool, write_jsonl
