@@ -23,6 +23,7 @@ def _packages() -> list[str]:
 setup(
     packages=_packages(),
     package_dir=FOLDERS,
-    package_data={"envsim.benchmark": ["README.md", "*/*.jsonl", "*/*.json", "*/*.txt", "*/*.md"],
+    package_data={"envsim.benchmark": ["README.md", "*/*.jsonl", "*/*.json", "*/*.txt", "*/*.md",
+                                     "*/*_states/*.json.gz"],  # content-addressed states (benchmark/state_store.py)
                   "envsim.training": ["recipes/*.json"]},
 )
