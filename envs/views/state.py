@@ -1,0 +1,198 @@
+"""Reading the state: resolving paths, marking used values, subscripts and iteration."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from typing import Any
+
+from envsim.envs.views.values import UNKNOWN, DictV, ItemsOf, Known, Node, Path, Seq, TupleV, _union, known
+
+
+class StateAccessMixin:
+    """Reading the state for :class:`~envsim.envs.views.analysis.ReadAnalyzer`."""
+
+    # -- state access -------------------------------------------------------------------------------
+    def at(self, path: Path) -> Any:
+        """The state value at ``path`` (``KeyError``/``IndexError``/``TypeError`` when absent)."""
+        value = self.state
+        for key in path:
+            value = value[key]
+        return value
+
+    def use(self, value: Any) -> None:
+        """``value`` is read whole: its state nodes are needed as full subtrees."""
+        if isinstance(value, Node):
+            self.needs.full.update(value.paths)
+        elif isinstance(value, Seq):
+            self.use(value.elem)
+        elif isinstance(value, (DictV, TupleV)):
+            for item in value.items:
+                self.use(item[1] if isinstance(value, DictV) else item)
+        elif isinstance(value, ItemsOf):
+            self.use(value.node)
+
+    def deref(self, value: Any) -> Any:
+        """``value`` as concrete candidates: state nodes are read (and needed) to follow references."""
+        if isinstance(value, Known):
+            return value
+        if isinstance(value, Node):
+            self.use(value)
+            out = []
+            for p in value.paths:
+                try:
+                    out.append(self.at(p))
+                except (KeyError, IndexError, TypeError):
+                    pass
+                for written in self.written.get(p, ()):  # values the call may have written there before
+                    if p in self._derefs:  # a write that refers back to itself: not followed
+                        return UNKNOWN
+                    self._derefs.add(p)
+                    try:
+                        later = self.deref(written)
+                    finally:
+                        self._derefs.discard(p)
+                    if not isinstance(later, Known):
+                        return UNKNOWN
+                    out.extend(later.values)
+            return known(*out)
+        return UNKNOWN
+
+    def write(self, target: Any, key: Any, value: Any) -> None:
+        """``target[key] = value`` on the state: later reads of that path may see ``value`` too (writes add
+        candidates, never remove them: branches are not told apart)."""
+        if not (isinstance(target, Node) and isinstance(key, Known)):
+            return
+        for p in target.paths:
+            for k in key.values:
+                if isinstance(k, (str, int, bool)):
+                    self.written.setdefault(p + (k,), []).append(value)
+
+    def _write_target(self, target: ast.expr, value: Any, env: dict[str, Any]) -> None:
+        """Record a write through a subscript (``x[k] = v``) or a state attribute (``self.x = v``)."""
+        if isinstance(target, ast.Subscript):
+            self.write(self.eval(target.value, env), self._index_value(target.slice, env), value)
+        elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+              and target.value.id in self.root_names):
+            self.write(self.eval(target.value, env), Known((target.attr,)), value)
+
+    def children(self, node: Node) -> Node:
+        """All children of the containers at ``node`` (their key sets are needed)."""
+        out = set()
+        for p in node.paths:
+            try:
+                container = self.at(p)
+            except (KeyError, IndexError, TypeError):
+                continue
+            self.needs.keys.add(p)
+            if isinstance(container, dict):
+                out.update(p + (k,) for k in container)
+            elif isinstance(container, list):
+                self.needs.full.add(p)  # lists are shown whole
+                out.update(p + (i,) for i in range(len(container)))
+        return Node(frozenset(out))
+
+    def subscript(self, base: Any, key: Any, *, default: Any = None, membership: bool = False) -> Any:
+        """``base[key]`` (``base.get(key, default)`` when ``default`` is given)."""
+        if isinstance(key, Node):
+            key = self.deref(key)
+        if isinstance(base, Node):
+            if not isinstance(key, Known):
+                return self.children(base)
+            out = set()
+            for p in base.paths:
+                try:
+                    container = self.at(p)
+                except (KeyError, IndexError, TypeError):
+                    continue
+                for k in key.values:
+                    if isinstance(container, dict):
+                        if isinstance(k, (str, int, float, bool)) and k in container:
+                            out.add(p + (k,))
+                        elif isinstance(k, (str, int, float, bool)) or k is None:
+                            self.needs.absent.add((p, k))
+                    elif isinstance(container, list):
+                        self.needs.full.add(p)
+                        if isinstance(k, int) and -len(container) <= k < len(container):
+                            out.add(p + (k % len(container),))
+                    elif isinstance(container, str):
+                        self.needs.full.add(p)
+            result: Any = Node(frozenset(out))
+            if default is not None:
+                result = _union(result, default) if out else default
+            return result
+        if isinstance(base, DictV) and isinstance(key, Known):
+            items = dict((k, v) for k, v in base.items)
+            vals = [items[k] for k in key.values if isinstance(k, (str, int)) and k in items]
+            result = None
+            for v in vals:
+                result = _union(result, v)
+            return result if result is not None else (default or UNKNOWN)
+        if isinstance(base, Seq):
+            return base.elem
+        if isinstance(base, TupleV):
+            if isinstance(key, Known) and all(isinstance(k, int) for k in key.values):
+                result = None
+                for k in key.values:
+                    if -len(base.items) <= k < len(base.items):
+                        result = _union(result, base.items[k])
+                return result if result is not None else UNKNOWN
+            result = None
+            for item in base.items:
+                result = _union(result, item)
+            return result or UNKNOWN
+        if isinstance(base, Known) and isinstance(key, Known):
+            out_vals = []
+            for b, k in itertools.product(base.values, key.values):
+                try:
+                    if isinstance(k, slice):
+                        out_vals.append(b[k])
+                    elif isinstance(b, dict):
+                        if k in b:
+                            out_vals.append(b[k])
+                        elif default is not None and isinstance(default, Known):
+                            out_vals.extend(default.values)
+                    else:
+                        out_vals.append(b[k])
+                except (KeyError, IndexError, TypeError):
+                    continue
+            return known(*out_vals)
+        if isinstance(base, Known) and not isinstance(key, Known):
+            elems = []
+            for b in base.values:
+                if isinstance(b, dict):
+                    elems.extend(b.values())
+                elif isinstance(b, (list, tuple)):
+                    elems.extend(b)
+                else:
+                    return UNKNOWN
+            return known(*elems)
+        return UNKNOWN
+
+    def iterate(self, value: Any) -> Any:
+        """The abstract element of iterating over ``value``."""
+        if isinstance(value, Node):
+            return self.children(value)
+        if isinstance(value, ItemsOf):
+            kids = self.children(value.node)
+            return TupleV((known(*(p[-1] for p in kids.paths)), kids))
+        if isinstance(value, Seq):
+            return value.elem
+        if isinstance(value, Known):
+            elems = []
+            for v in value.values:
+                if isinstance(v, dict):
+                    elems.extend(v.keys())
+                elif isinstance(v, (list, tuple, set, str)):
+                    elems.extend(v)
+                else:
+                    return UNKNOWN
+            return known(*elems)
+        if isinstance(value, DictV):
+            return known(*(k for k, _ in value.items))
+        if isinstance(value, TupleV):
+            result = None
+            for item in value.items:
+                result = _union(result, item)
+            return result or UNKNOWN
+        return UNKNOWN

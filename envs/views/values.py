@@ -1,0 +1,159 @@
+"""The abstract values of the read analysis (state nodes, known values, containers) and the needs it reports."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+
+Path = tuple  # a full-state path: str keys for dicts, int indices for lists
+
+#: Most candidate values kept for one known value before it widens to UNKNOWN.
+MAX_KNOWN = 64
+#: Deepest helper-call nesting analysed.
+MAX_CALL_DEPTH = 6
+#: Most statements interpreted for one call (the budget of the fixpoint).
+MAX_STEPS = 20000
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Any = _Unknown()
+
+
+@dataclass(frozen=True)
+class Node:
+    """The state value at one of ``paths``."""
+    paths: frozenset
+
+
+@dataclass(frozen=True)
+class Known:
+    """One of the concrete ``values`` (a tuple, deduplicated)."""
+    values: tuple
+
+
+@dataclass(frozen=True)
+class Seq:
+    """A sequence built by the code whose elements are ``elem``."""
+    elem: Any
+
+
+@dataclass(frozen=True)
+class DictV:
+    """A dict literal built by the code: ``items`` maps known keys to abstract values."""
+    items: tuple
+
+
+@dataclass(frozen=True)
+class TupleV:
+    """A tuple of abstract values (for unpacking)."""
+    items: tuple
+
+
+@dataclass(frozen=True)
+class ItemsOf:
+    """``node.items()`` (pairs of key and child)."""
+    node: Node
+
+
+@dataclass
+class FilterNote:
+    """A scan of ``collection`` kept only the records whose ``field`` compares equal to ``values``."""
+    collection: Path
+    field: tuple
+    values: tuple
+    casefold: bool
+    matched: list
+
+    def text(self) -> str:
+        """The note as the view shows it."""
+        target = _short(list(self.values)) if len(self.values) != 1 else _short(self.values[0])
+        how = " (ignoring case and surrounding spaces)" if self.casefold else ""
+        shown = ", ".join(_short(k) for k in self.matched) if self.matched else "none"
+        return (f"{pointer(self.collection)}: records whose {'.'.join(map(str, self.field))} equals {target}{how}: "
+                f"{shown}; no other record matches.")
+
+
+@dataclass
+class ReadNeeds:
+    """What a call can read, as full-state paths."""
+    full: set = field(default_factory=set)        # subtrees needed whole
+    keys: set = field(default_factory=set)        # containers whose key set is needed
+    absent: set = field(default_factory=set)      # (container path, key) pairs that do not exist
+    filters: list = field(default_factory=list)   # FilterNote
+    reach: set = field(default_factory=set)       # containers written to: present in the view, maybe empty
+    scan_fields: set = field(default_factory=set)  # (collection, field) a scan tests on each record it visits
+    widened: list = field(default_factory=list)   # reasons the analysis had to widen
+
+    def add_filter(self, note: FilterNote) -> None:
+        """Record ``note``, merging with an equal filter seen before."""
+        for old in self.filters:
+            if (old.collection, old.field, old.values, old.casefold) == (note.collection, note.field, note.values,
+                                                                       note.casefold):
+                old.matched = sorted(set(old.matched) | set(note.matched), key=str)
+                return
+        self.filters.append(note)
+
+
+def pointer(path: Iterable[Any]) -> str:
+    """The JSON pointer of a path (``/orders/#W1/status``; the root is ``/``)."""
+    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
+    return "/" + "/".join(parts) if parts else "/"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _dedupe(values: Iterable[Any]) -> tuple:
+    seen: dict[str, Any] = {}
+    for v in values:
+        try:
+            key = json.dumps(v, sort_keys=True, default=repr)
+        except (TypeError, ValueError):
+            key = repr(v)
+        seen.setdefault(key, v)
+    return tuple(seen.values())
+
+
+def known(*values: Any) -> Any:
+    """A ``Known`` of ``values`` (UNKNOWN when there are too many)."""
+    vals = _dedupe(values)
+    return Known(vals) if len(vals) <= MAX_KNOWN else UNKNOWN
+
+
+def _union(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    if isinstance(a, Node) and isinstance(b, Node):
+        return Node(a.paths | b.paths)
+    if isinstance(a, Known) and isinstance(b, Known):
+        return known(*a.values, *b.values)
+    if isinstance(a, Seq) and isinstance(b, Seq):
+        return Seq(_union(a.elem, b.elem))
+    return UNKNOWN if not (isinstance(a, Node) or isinstance(b, Node)) else _Mixed.of(a, b)
+
+
+class _Mixed:
+    """A union that holds state nodes and something else: used values still mark the nodes."""
+
+    @staticmethod
+    def of(a: Any, b: Any) -> Any:
+        nodes = [x for x in (a, b) if isinstance(x, Node)]
+        return Node(frozenset().union(*(n.paths for n in nodes)))
+
+
+class _Return(Exception):
+    pass
+
+
+class _Budget(Exception):
+    pass
