@@ -68,14 +68,22 @@ _MODULE_BUILDERS = ("create_builtin", "create_dynamic", "exec_builtin", "exec_dy
 _CHUNK = 1 << 16
 
 
-def read_frame(fd: int, limit: int) -> dict[str, Any] | None:
-    """One frame from ``fd`` (``None`` at end of file); ``ValueError`` if longer than ``limit``."""
+def _frame_size(fd: int, limit: int) -> int | None:
+    """The body size a frame header on ``fd`` announces (``None`` at end of file); ``ValueError`` past ``limit``."""
     header = _read_exact(fd, _HEADER.size)
     if header is None:
         return None
     (size,) = _HEADER.unpack(header)
     if size > limit:
         raise ValueError(f"frame of {size} bytes exceeds {limit}")
+    return size
+
+
+def read_frame(fd: int, limit: int) -> dict[str, Any] | None:
+    """One frame from ``fd`` (``None`` at end of file); ``ValueError`` if longer than ``limit``."""
+    size = _frame_size(fd, limit)
+    if size is None:
+        return None
     body = _read_exact(fd, size)
     if body is None:
         raise ValueError("truncated frame")
@@ -177,12 +185,9 @@ def _serve_next(prepared: dict[str, Any], setup: dict[str, Any], req_fd: int, an
 
 def _read_request(fd: int, limit: int) -> bytearray | None:
     """One request frame's body read straight into a buffer the worker zeroes later (never decoded here)."""
-    header = _read_exact(fd, _HEADER.size)
-    if header is None:
+    size = _frame_size(fd, limit)
+    if size is None:
         return None
-    (size,) = _HEADER.unpack(header)
-    if size > limit:
-        raise ValueError(f"frame of {size} bytes exceeds {limit}")
     body = bytearray(size)
     view, got = memoryview(body), 0
     while got < size:

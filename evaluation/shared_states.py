@@ -138,11 +138,12 @@ def lazy_length(state: Any) -> Callable[[], int]:
     return length
 
 
-def same_json_shared(a: Any, b: Any) -> bool:
-    """``same_json(a, b)``, walking dictionaries with the same string keys and skipping identical subtrees.
+def _equal_sharing(a: Any, b: Any, leaf_equal: Callable[[Any, Any], bool]) -> bool:
+    """``leaf_equal(a, b)`` for a rule defined on canonical JSON, walking dictionaries with the same string keys
+    and skipping identical subtrees, so two states that share all but a few records compare at their cost.
 
-    Exact: a dictionary's canonical JSON is its keys' and values' canonical JSON, so equality of two such
-    dictionaries is equality of each pair of values; every other pair is compared by ``same_json``."""
+    Exact: a dictionary's canonical JSON is its keys' and values' canonical JSON, so two such dictionaries are
+    equal exactly when each pair of values is; every other pair is compared by ``leaf_equal``."""
     stack = [(a, b)]
     while stack:
         x, y = stack.pop()
@@ -150,24 +151,16 @@ def same_json_shared(a: Any, b: Any) -> bool:
             continue
         if type(x) is dict and type(y) is dict and x.keys() == y.keys() and all(type(k) is str for k in x):
             stack.extend((x[k], y[k]) for k in x)
-        elif not same_json(x, y):
+        elif not leaf_equal(x, y):
             return False
     return True
+
+
+def same_json_shared(a: Any, b: Any) -> bool:
+    """``same_json(a, b)``, skipping the subtrees ``a`` and ``b`` share."""
+    return _equal_sharing(a, b, same_json)
 
 
 def strictly_equal_shared(a: Any, b: Any) -> bool:
-    """``strictly_equal(a, b)`` (equal as canonical JSON text), walking dictionaries with the same string keys and
-    skipping identical subtrees, so two states that share all but a few records compare at the cost of those.
-
-    Exact: a dictionary's canonical JSON is its keys' and values' canonical JSON, so two such dictionaries are
-    equal as text exactly when each pair of values is; every other pair is compared by ``strictly_equal``."""
-    stack = [(a, b)]
-    while stack:
-        x, y = stack.pop()
-        if x is y:
-            continue
-        if type(x) is dict and type(y) is dict and x.keys() == y.keys() and all(type(k) is str for k in x):
-            stack.extend((x[k], y[k]) for k in x)
-        elif not strictly_equal(x, y):
-            return False
-    return True
+    """``strictly_equal(a, b)`` (equal as canonical JSON text), skipping the subtrees ``a`` and ``b`` share."""
+    return _equal_sharing(a, b, strictly_equal)
