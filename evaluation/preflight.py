@@ -21,7 +21,7 @@ import asyncio
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from envsim.evaluation.providers import describe_error
 from envsim.evaluation.runner import RetryPolicy
@@ -117,3 +117,12 @@ def preflight(model: str, provider: Any, urls: Sequence[str], api_key: str | Non
                     await reset()
 
     return asyncio.run(probe_and_close())
+
+
+def announce(checks: Sequence[EndpointCheck], echo: Callable[[str], Any]) -> None:
+    """One line per checked endpoint: its latency, or why it did not answer (the run goes on with the others)."""
+    for check in checks:
+        if check.ok:
+            echo(f"preflight: {check.url} answered in {check.latency_s:.2f} s")
+        else:
+            echo(f"warning: preflight: {check.detail} (the run goes on with the endpoints that answered)")

@@ -63,18 +63,14 @@ def retry_policy(options: EvalOptions) -> Any:
 def run_preflight(options: EvalOptions, urls: list[str], provider: Any | None = None) -> None:
     """The preflight (``evaluation/preflight.py``): a line per endpoint on ``echo_err``; raises
     ``PreflightStopped`` before any sample is sent when no endpoint answers."""
-    from envsim.evaluation.preflight import PreflightFailed, preflight
+    from envsim.evaluation.preflight import PreflightFailed, announce, preflight
 
     try:
         checks = preflight(options.model, provider or provider_for(options, urls), urls, options.api_key,
                            retry_policy(options))
     except PreflightFailed as exc:
         raise PreflightStopped(str(exc)) from None
-    for check in checks:
-        if check.ok:
-            options.echo_err(f"preflight: {check.url} answered in {check.latency_s:.2f} s")
-        else:
-            options.echo_err(f"warning: preflight: {check.detail} (the run goes on with the endpoints that answered)")
+    announce(checks, options.echo_err)
 
 
 def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) -> Path:

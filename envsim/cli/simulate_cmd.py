@@ -15,18 +15,13 @@ from envsim.cli.tau_path_option import tau_path_option
 def _preflight(simulator: str, provider: object, urls: list[str], api_key: str | None, policy: object) -> None:
     """``evaluation.preflight`` for the simulator: a line per endpoint on stderr; a failure stops the command
     (exit 1) before any episode starts and before --out is touched."""
-    from envsim.evaluation.preflight import PreflightFailed, preflight
+    from envsim.evaluation.preflight import PreflightFailed, announce, preflight
 
     try:
         checks = preflight(simulator, provider, urls, api_key, policy)
     except PreflightFailed as exc:
         raise click.ClickException(str(exc).replace("Check --model,", "Check --simulator,")) from None
-    for check in checks:
-        if check.ok:
-            click.echo(f"preflight: {check.url} answered in {check.latency_s:.2f} s", err=True)
-        else:
-            click.echo(f"warning: preflight: {check.detail} (the run goes on with the endpoints that answered)",
-                       err=True)
+    announce(checks, lambda line: click.echo(line, err=True))
 
 
 @click.command("simulate")
