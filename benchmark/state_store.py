@@ -25,7 +25,7 @@ from typing import Any, Iterator, Mapping
 
 import jsonpatch
 
-from envsim.delta import canonical_json
+from envsim.delta import canonical_json, pointer_parts
 from envsim.envs.base import json_copy
 
 REF_PREFIX = "sha256:"
@@ -68,10 +68,6 @@ def load_blob(folder: str, ref: str) -> Any:
     return json.loads(text)
 
 
-def _parts(path: str) -> list[str]:
-    return [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]] if path else []
-
-
 def apply_shared(base: Any, patch: list[dict[str, Any]]) -> Any:
     """``patch`` applied to ``base`` without touching it: only containers on the patched paths are copied."""
     if not patch:
@@ -80,7 +76,7 @@ def apply_shared(base: Any, patch: list[dict[str, Any]]) -> Any:
     copied = {id(root)}
     for op in patch:
         for field in ("path", "from"):
-            parts = _parts(op.get(field, "")) if isinstance(op.get(field), str) else []
+            parts = pointer_parts(op.get(field, "")) if isinstance(op.get(field), str) else []
             node = root
             for part in parts[:-1]:
                 key: Any = int(part) if isinstance(node, list) and part.isdigit() else part

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 from envsim.construction.composition import Spec, stratified_sample
 from envsim.construction.traced_labelling import StateDigest, label_traced
-from envsim.delta import canonical_json
+from envsim.delta import canonical_json, pointer_parts
 from envsim.envs.adapters.tau import DOMAINS, task_actions, tau_env
 from envsim.envs.base import Environment
 from envsim.envs.source import tool_code
@@ -91,8 +91,7 @@ def replay_tasks(domain: str, split: str, base_ref: str, tools_ref: str,
             records.append(record)
             steps.append({k: record[k] for k in ("action", "arg_count", "code", "delta_size", "observation",
                                                  "outcome", "patch", "stratum", "tool")} | {"index": step})
-            touched |= {(p.split("/")[1], p.split("/")[2].replace("~1", "/").replace("~0", "~"))
-                        for p in transition.changed_paths if p.count("/") >= 2}
+            touched |= {tuple(pointer_parts(p)[:2]) for p in transition.changed_paths if p.count("/") >= 2}
             state, digest = transition.next_state, next_digest
         if steps:
             episode_state = _state_patch(initial, initial, set())

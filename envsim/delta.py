@@ -59,6 +59,11 @@ def pointer(parts: list[Any]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
+def pointer_parts(path: str) -> list[str]:
+    """The unescaped parts of an RFC 6901 pointer (``""`` is the root: no parts); the inverse of ``pointer``."""
+    return [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]] if path else []
+
+
 def _sort_key(parts: list[Any]) -> list[tuple[int, Any]]:
     return [(0, p) if isinstance(p, int) else (1, str(p)) for p in parts]
 

@@ -28,7 +28,7 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 
-from envsim.delta import canonical_json, same_json
+from envsim.delta import canonical_json, pointer_parts, same_json
 from envsim.evaluation.shared_states import CopyOnWrite, lazy_length, unshare_op
 
 MAX_PATH_PARTS = 64
@@ -187,10 +187,6 @@ def apply_original_changes(state: dict[str, Any], changes: list[tuple[str, list[
     return document
 
 
-def _parts(pointer: str) -> list[str]:
-    return [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]] if pointer else []
-
-
 def _resolve(document: Any, parts: list[str]) -> tuple[bool, Any]:
     """``(found, value)`` at a pointer's parts (RFC 6902 indices), without building exception messages."""
     current = document
@@ -207,8 +203,8 @@ def _resolve(document: Any, parts: list[str]) -> tuple[bool, Any]:
 
 def _applies(document: Any, op: dict[str, Any]) -> bool:
     """Whether an RFC 6902 op (not ``test``) finds what it needs: its target, or for add its parent."""
-    parts = _parts(op["path"])
-    if op["op"] in ("move", "copy") and not _resolve(document, _parts(op.get("from", "")))[0]:
+    parts = pointer_parts(op["path"])
+    if op["op"] in ("move", "copy") and not _resolve(document, pointer_parts(op.get("from", "")))[0]:
         return False
     if op["op"] in ("replace", "remove"):
         return bool(parts) and _resolve(document, parts)[0]
@@ -240,14 +236,14 @@ def apply_patch_leniently(state: dict[str, Any], patch: list[dict[str, Any]]) ->
         if not _applies(doc.document, op):
             if kind in ("add", "replace") and isinstance(doc.document, dict):
                 try:
-                    parts = _parts(op["path"])
+                    parts = pointer_parts(op["path"])
                     doc.unshare(parts)
                     apply_original_change(doc.document, SET, parts, op.get("value"), budget)
                 except OriginalRuleError:
                     pass
             continue
         if kind == "copy":
-            copied += len(canonical_json(_resolve(doc.document, _parts(op.get("from", "")))[1]))
+            copied += len(canonical_json(_resolve(doc.document, pointer_parts(op.get("from", "")))[1]))
             limit = 2 * state_chars() + MAX_GROWTH_CHARS if copied > MAX_GROWTH_CHARS else None
             if limit is not None and state_chars() + copied > limit:
                 raise ValueError(f"patch grows the state beyond {limit} characters")

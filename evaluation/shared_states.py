@@ -12,12 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from envsim.delta import canonical_json, same_json, strictly_equal
-
-
-def pointer_parts(pointer: str) -> list[str]:
-    """The unescaped parts of an RFC 6901 pointer (``""`` is the root: no parts)."""
-    return [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]] if pointer else []
+from envsim.delta import canonical_json, pointer_parts, same_json, strictly_equal
 
 
 class CopyOnWrite:
