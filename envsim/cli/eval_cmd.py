@@ -11,7 +11,6 @@ import click
 from envsim.cli.env_module_option import env_module_option
 from envsim.cli.tau_path_option import tau_path_option
 from envsim.cli.eval_outcome import MinScoredType, exit_if_too_few
-from envsim.evaluation.console import live_rates  # noqa: F401 - re-exported for callers of the old location
 from envsim.evaluation.eval_options import MinScored
 from envsim.evaluation.prompts import PROMPT_MODES, PROMPT_VERSIONS
 from envsim.progress import progress_option

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from envsim.benchmark import file_digest
 from envsim.cli import main
-from envsim.cli.eval_cmd import live_rates
+from envsim.evaluation.console import live_rates
 from envsim.cli.eval_outcome import EXIT_TOO_FEW_SCORED, MinScored, MinScoredType
 from envsim.evaluation.fake_server import FakeOpenAIServer
 from envsim.evaluation.hostile_server import HostileServer
