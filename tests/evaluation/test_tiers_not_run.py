@@ -46,7 +46,7 @@ def test_null_model_needs_tau_bench_only_for_the_chained_tau_tier(tmp_path, mach
     summary = envsim.evaluate("null", benchmark="v2", limit=1, run_dir=tmp_path / "run")
     # one-step τ rows carry their states (stored once): only chained episodes step the real environment
     assert set(summary.not_run) == {"tau_chained"} and "τ-bench" in summary.not_run["tau_chained"]
-    assert set(summary.tiers) == {"core", "extreme", "long_state", "chained", "tau"}
+    assert set(summary.tiers) == {"core", "extreme", "long_state", "chained", "bfcl", "tau"}  # bfcl: records only
     assert summary.enough_scored
 
 
