@@ -210,7 +210,7 @@ def load_episodes(name: str = "v2", split: str = "chained") -> list[dict[str, An
     import json
 
     from envsim.benchmark import benchmark_path
-    from envsim.benchmark.state_store import has_refs, resolve, state_folder
+    from envsim.benchmark.state_store import StateRefError, has_refs, resolve, state_folder
 
     path = benchmark_path(name, split)
     episodes = []
@@ -224,10 +224,15 @@ def load_episodes(name: str = "v2", split: str = "chained") -> list[dict[str, An
                 raise ValueError(f"{path}:{number}: not a JSON line ({exc})") from None
             if has_refs(episode):  # a large-state track: states stored once, resolved on read
                 episode = resolve(episode, state_folder(path))
-            if not (isinstance(episode, dict) and isinstance(episode.get("state"), dict)
-                    and isinstance(episode.get("steps"), list) and episode["steps"]
-                    and all(isinstance(s, dict) and isinstance(s.get("action"), dict) for s in episode["steps"])
-                    and isinstance(episode.get("id"), str) and isinstance(episode.get("env"), str)):
+            try:  # resolving refs here names a bad one at its line (bounded: benchmark.state_store)
+                shaped = (isinstance(episode, dict) and isinstance(episode.get("state"), dict)
+                          and isinstance(episode.get("steps"), list) and episode["steps"]
+                          and all(isinstance(s, dict) and isinstance(s.get("action"), dict) for s in episode["steps"])
+                          and isinstance(episode.get("id"), str) and isinstance(episode.get("env"), str)
+                          and isinstance(episode.get("final_state", {}), dict))
+            except StateRefError as exc:
+                raise ValueError(f"{path}:{number}: {exc}") from None
+            if not shaped:
                 raise ValueError(f"{path}:{number}: not a chained episode (needs id, env, state and steps with actions)")
             episode.setdefault("length", len(episode["steps"]))
             episodes.append(episode)

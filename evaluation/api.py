@@ -7,7 +7,9 @@
 The command line is a thin shell over this function. It raises a subclass of ``EvalStopped`` when it
 stops before the run (bad option, missing benchmark or extra, failed preflight, busy run directory) and
 returns an ``EvalSummary`` otherwise; whether enough samples were scored is ``summary.enough_scored``
-(the command exits 3 when it is false)."""
+(the command exits 3 when it is false). A tiered benchmark (v2) with ``tier=None`` runs every tier whose
+requirements are met here; ``summary.not_run`` maps the tiers left out to what they need and how to install
+it (``tier="all"`` or a tier's name raises ``MissingRequirement`` instead)."""
 
 from __future__ import annotations
 

@@ -52,6 +52,7 @@ class EvalSummary:
     by_stratum: dict[str, GroupRates] = field(default_factory=dict)
     by_delta: dict[str, GroupRates] = field(default_factory=dict)
     tiers: dict[str, "EvalSummary"] = field(default_factory=dict)
+    not_run: dict[str, str] = field(default_factory=dict)  # tiered run: tiers left out -> what they need
 
     @property
     def enough_scored(self) -> bool:

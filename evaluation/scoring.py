@@ -14,10 +14,9 @@ import jsonpointer
 from envsim.delta import canonical_json, changed_paths, same_json
 from envsim.evaluation.original_rule import original_rule_verdicts
 from envsim.evaluation.parsing import ParsedAnswer
-from envsim.evaluation.shared_states import (CopyOnWrite, canonical_order_after, lazy_length, same_json_shared,
+from envsim.evaluation.shared_states import (CopyOnWrite, canonical_order_after, same_json_shared,
                                             strictly_equal_shared, unshare_op)
-
-MAX_GROWTH_CHARS = 100_000
+from envsim.patch_bounds import MAX_GROWTH_CHARS, CopyBudget, PatchBoundError  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -50,18 +49,17 @@ def apply_prediction(state: dict[str, Any], patch: list[dict[str, Any]]) -> dict
     executor leaves every state, stays in it (τ-bench tools dump records as they are ordered).
     """
     doc = CopyOnWrite(state)
-    state_chars = lazy_length(state)
-    copied = 0
+    budget = CopyBudget.for_state(state)  # the growth bound stored patches share (envsim.patch_bounds)
     for i, op in enumerate(patch):
         if op.get("op") == "copy":
             found, value = _value_at(doc.document, op.get("from", ""))
             try:
-                copied += len(canonical_json(value)) if found else 0
-            except (TypeError, ValueError, RecursionError):
+                if found:
+                    budget.charge_value(value)
+            except PatchBoundError:
+                raise  # "patch grows the state beyond N characters"
+            except ValueError:
                 raise ValueError(f"patch op {i} copies from an invalid location") from None
-            limit = 2 * state_chars() + MAX_GROWTH_CHARS if copied > MAX_GROWTH_CHARS else None
-            if limit is not None and state_chars() + copied > limit:
-                raise ValueError(f"patch grows the state beyond {limit} characters")
         try:
             unshare_op(doc, op)
             doc.document = jsonpatch.JsonPatch([op]).apply(doc.document, in_place=True)

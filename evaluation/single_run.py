@@ -88,7 +88,7 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
     from envsim.benchmark import benchmark_path, file_digest, load
     from envsim.benchmark.compact import compact_records
     from envsim.evaluation.endpoints import endpoint_urls
-    from envsim.evaluation.prompts import default_prompt_version
+    from envsim.evaluation.prompts import default_prompt_version, view_problem
     from envsim.evaluation.runner import (ROLLOUT_VERSION, EvalConfig, RunConfigMismatch, RunDirLocked,
                                           clear_run_dir, lock_run_dir, prepare_run_dir)
     from envsim.tokens import TokenizerUnavailable, eval_tokenizer
@@ -96,7 +96,8 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
     urls = endpoint_urls(options.base_urls, options.base_url_file)
     base_url = ",".join(sorted(urls)) if len(urls) > 1 else (urls[0] if urls else None)
     try:
-        records = compact_records(load(options.benchmark, options.split))  # read-only from here on
+        check = view_problem if options.prompt_mode == "mdp-view" else None  # a record no view can be built from
+        records = compact_records(load(options.benchmark, options.split, check=check))  # read-only from here on
         digest = file_digest(options.benchmark, options.split)
     except (FileNotFoundError, ValueError) as exc:
         raise BenchmarkUnavailable(str(exc)) from None

@@ -35,6 +35,21 @@ from envsim.envs.views.values import (  # noqa: F401  (re-exported: importers us
 )
 
 
+class ToolCodeUnreadable(ValueError):
+    """A tool's code that Python's parser cannot read: a syntax error, or nesting past the parser's limits."""
+
+
+def parse_tool_source(source: str) -> ast.Module:
+    """``ast.parse(source)``; ``ToolCodeUnreadable`` (with the parser's reason) when the code cannot be parsed,
+    including nesting the parser refuses (``too many nested parentheses``, its recursion or stack limit)."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError) as exc:
+        raise ToolCodeUnreadable(f"{type(exc).__name__}: {str(exc)[:160]}") from None
+    except (RecursionError, MemoryError):  # CPython's parser reports too deep nesting so
+        raise ToolCodeUnreadable("nested too deeply for Python's parser") from None
+
+
 class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
     """Abstract interpreter of one tool call over one state (read only)."""
 
@@ -42,7 +57,7 @@ class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMix
         self.state = state
         self.needs = ReadNeeds()
         self.root_names = root_names
-        self.module = ast.parse(source)
+        self.module = parse_tool_source(source)
         self.functions: dict[str, ast.FunctionDef] = {}
         self.constants: dict[str, Any] = {}
         self._collect(self.module.body)
@@ -102,6 +117,9 @@ class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMix
             pass
         except _Budget:
             self.needs.widened.append(f"analysis budget ({MAX_STEPS} steps) spent: whole state")
+            self.needs.full.add(())
+        except RecursionError:  # code that parses but nests past the interpreter's recursion: analysed no further
+            self.needs.widened.append("code nested too deeply to analyse: whole state")
             self.needs.full.add(())
         return self.needs
 

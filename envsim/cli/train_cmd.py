@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from envsim.cli.launch_options import TRAIN_INSTALL
 from envsim.cli.train_rl_cmd import rl_cmd
 from envsim.cli.tau_path_option import tau_path_option
 from envsim.cli.train_sft_cmd import sft_cmd
@@ -72,7 +73,7 @@ def tiny_model_cmd(data_dir: Path, out: Path, vocab_size: int, hidden_size: int,
     try:
         from envsim.training.tiny_model import build_tiny_model, texts_from_sft
     except ImportError as exc:  # pragma: no cover - message for installs without the extra
-        raise click.ClickException(f"needs the [train] extra: {exc}") from None
+        raise click.ClickException(f"needs the [train] extra ({TRAIN_INSTALL}): {exc}") from None
     info_path = data_dir / "dataset_info.json"
     if not info_path.exists():
         raise click.ClickException(f"{data_dir} has no dataset_info.json (run 'envsim train data' first)")
@@ -84,5 +85,6 @@ def tiny_model_cmd(data_dir: Path, out: Path, vocab_size: int, hidden_size: int,
         info = build_tiny_model(out, [t for f in files for t in texts_from_sft(f)], vocab_size=vocab_size,
                                 hidden_size=hidden_size, layers=layers)
     except ImportError as exc:
-        raise click.ClickException(f"needs the [train] extra (transformers, tokenizers, torch): {exc}") from None
+        raise click.ClickException(f"needs the [train] extra (transformers, tokenizers, torch; {TRAIN_INSTALL}): "
+                                   f"{exc}") from None
     click.echo(json.dumps({"model_dir": str(out), **info}))

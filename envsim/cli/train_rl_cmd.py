@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from envsim.cli.launch_options import RunFiles, launch, missing_train_extras, node_header, node_options, resolve_nodes
+from envsim.cli.launch_options import TRAIN_INSTALL, RunFiles, launch, missing_train_extras, node_header, node_options, resolve_nodes
 
 
 @click.command("rl")
@@ -89,8 +89,8 @@ def rl_cmd(model: str, records: Path, run_dir: Path, cm_weight: float, fm_weight
         raise click.ClickException(str(exc)) from None
     missing = [] if dry_run else missing_train_extras(gpus * layout.nnodes > 1)
     if missing:
-        raise click.ClickException(f"envsim train rl needs the [train] extra (missing: {', '.join(missing)}); "
-                                   "or use --dry-run")
+        raise click.ClickException(f"envsim train rl needs the [train] extra (missing: {', '.join(missing)}): "
+                                   f"{TRAIN_INSTALL}; or use --dry-run")
     run = RunFiles.snapshot(run_dir, run_dir / "policy")
     config_path, ds_path = write_rl_files(settings, run_dir)
     extra_env = {"PYTHONUNBUFFERED": "1"}

@@ -32,6 +32,7 @@ def test_a_missing_blob_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.tau
 def test_track_rebuilds_byte_for_byte(tmp_path):
     build = json.loads((V2 / "build.json").read_text())["builds"]["tau"]["args"]
     seed = int(build[build.index("--seed") + 1])
@@ -45,6 +46,7 @@ def test_track_rebuilds_byte_for_byte(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.tau
 def test_every_sample_reexecutes_to_its_label():
     records = load("v2", "tau")
     assert {r["env"] for r in records} == {"tau/retail", "tau/airline"}
@@ -59,6 +61,7 @@ def test_every_sample_reexecutes_to_its_label():
 
 
 @pytest.mark.slow
+@pytest.mark.tau
 def test_chained_episodes_replay_to_their_final_state():
     episodes = load_episodes("v2", "tau_chained")
     assert sum(e["length"] for e in episodes) == 582 + 158
@@ -78,6 +81,7 @@ def pool(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.tau
 def test_no_test_task_call_appears_in_any_training_file(pool):
     held_out = held_out_call_keys()
     assert len(pool) > 700  # retail's 768 train calls less the 12 that repeat a test call
@@ -92,6 +96,7 @@ RETAIL_WRITE_TOOLS = {"cancel_pending_order", "exchange_delivered_order_items", 
 
 
 @pytest.mark.slow
+@pytest.mark.tau
 def test_the_training_pool_has_no_read_calls_because_train_tasks_list_none(pool):
     """Why ``train data --track tau`` has no no-change sample: τ-bench annotates its retail train (and dev) tasks
     with the state-changing calls only (test tasks list every call, reads included), so there is no read call to
@@ -116,6 +121,7 @@ def test_the_training_pool_has_no_read_calls_because_train_tasks_list_none(pool)
 
 
 @pytest.mark.slow
+@pytest.mark.tau
 def test_train_data_tau_track_writes_view_samples_without_any_test_task_call(tmp_path):
     from click.testing import CliRunner
 

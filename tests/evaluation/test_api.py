@@ -63,11 +63,12 @@ def test_cli_refuses_values_no_run_can_use(tmp_path, args, option):
     assert not any(tmp_path.iterdir())
 
 
-def test_missing_tier_extra_stops_before_any_tier(tmp_path, monkeypatch):
+def test_missing_tier_extra_stops_before_any_tier_when_all_tiers_are_asked_for(tmp_path, monkeypatch):
     from envsim.evaluation import tiers
 
     monkeypatch.setattr(tiers, "module_available", lambda name: name != "bfcl_eval")
-    result = CliRunner().invoke(main, ["eval", "--model", "oracle", "--benchmark", "v2", "--runs-root", str(tmp_path)])
+    result = CliRunner().invoke(main, ["eval", "--model", "oracle", "--benchmark", "v2", "--tier", "all",
+                                       "--runs-root", str(tmp_path)])
     assert result.exit_code == 1, result.output
     assert "tier bfcl needs bfcl_eval" in result.output and "bfcl-eval==" in result.output
     assert "--tier core" in result.output
