@@ -54,7 +54,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from envsim.delta import same_json
+from envsim.delta import changed_paths, same_json
+from envsim.evaluation.shared_states import equal_sharing, same_json_shared, strictly_equal_shared
 from envsim.jsonsafe import loads as strict_loads
 from envsim.records import is_failure_observation
 
@@ -201,6 +202,11 @@ def state_class(expected: Any, predicted: Any, predicted_paths: Iterable[str], t
     return "missed_and_spurious"
 
 
+def shared_json_equal(a: Any, b: Any, **tolerance: bool) -> bool:
+    """``json_equal`` with its tolerance, skipping the subtrees two states share (states of megabytes)."""
+    return equal_sharing(a, b, lambda x, y: json_equal(x, y, **tolerance))
+
+
 @dataclass
 class Verdicts:
     """The tolerant scores and failure classes of one prediction (``None``: that side did not fail)."""
@@ -219,6 +225,29 @@ class Verdicts:
 def unparsed_verdicts() -> Verdicts:
     """An answer that could not be scored at all: both sides ``unparseable``."""
     return Verdicts(False, False, "unparseable", "unparseable")
+
+
+def step_verdicts(fm: bool | None, cm: bool | None, fallback_class: str | None, observation: Any,
+                  true_observation: Any, before: Any, after: Any, true_before: Any, true_after: Any,
+                  env: str = "") -> Verdicts:
+    """Verdicts of one simulated step in shadow mode (chained tier, rollout track, ``envsim simulate``): the
+    simulator turned ``before`` into ``after`` where the real call turned ``true_before`` into ``true_after``.
+    A fallback step (no usable answer: ``fallback_class`` is ``unparseable`` or ``patch_does_not_apply``) fails
+    both sides with that class; a step whose tracked state already differed before it is ``carried_divergence``."""
+    if fallback_class is not None:
+        return Verdicts(False, False, fallback_class, fallback_class)
+    obs = None if fm else observation_class(true_observation, observation, env)
+    if cm:
+        return Verdicts(bool(fm) or obs == "formatting_only", True, obs, None)
+    try:
+        if not same_json_shared(before, true_before):
+            state = "carried_divergence"
+        else:
+            state = state_class(true_after, after, changed_paths(before, after, strictly_equal_shared),
+                                changed_paths(true_before, true_after, strictly_equal_shared), equal=shared_json_equal)
+    except (RecursionError, ValueError, TypeError):
+        state = "patch_does_not_apply"
+    return Verdicts(bool(fm) or obs == "formatting_only", state == "float_rounding_only", obs, state)
 
 
 def row_class(row: Mapping[str, Any], side: str) -> str:

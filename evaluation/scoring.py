@@ -12,11 +12,12 @@ import jsonpatch
 import jsonpointer
 
 from envsim.delta import canonical_json, changed_paths, same_json
-from envsim.evaluation.failure_classes import Verdicts, json_equal, observation_class, state_class, unparsed_verdicts
+from envsim.evaluation.failure_classes import (Verdicts, observation_class, shared_json_equal, state_class,
+                                               unparsed_verdicts)
 from envsim.evaluation.original_rule import original_rule_verdicts
 from envsim.evaluation.parsing import ParsedAnswer
-from envsim.evaluation.shared_states import (CopyOnWrite, canonical_order_after, equal_sharing, lazy_length,
-                                            same_json_shared, strictly_equal_shared, unshare_op)
+from envsim.evaluation.shared_states import (CopyOnWrite, canonical_order_after, lazy_length, same_json_shared,
+                                            strictly_equal_shared, unshare_op)
 
 MAX_GROWTH_CHARS = 100_000
 
@@ -113,11 +114,6 @@ def true_changed_paths(record: dict[str, Any]) -> list[str]:
     if "changed_paths" in record:
         return list(record["changed_paths"])
     return list(changed_paths(record["state"], record["next_state"], strictly_equal_shared))
-
-
-def shared_json_equal(a: Any, b: Any, **tolerance: bool) -> bool:
-    """``failure_classes.json_equal`` with its tolerance, skipping the subtrees two states share."""
-    return equal_sharing(a, b, lambda x, y: json_equal(x, y, **tolerance))
 
 
 def _observation_verdict(record: dict[str, Any], answer: ParsedAnswer, fm: bool) -> tuple[bool, str | None]:
