@@ -267,5 +267,5 @@ def chained_markdown(summary: dict[str, Any]) -> str:
     lines += [f"| {k} | {g['episode_cm']['n']} | {pct(g['episode_cm'])} | {g['mean_steps_before_divergence']} |"
               for k, g in summary["by_length"].items()]
     if summary.get("steps") and "failure_classes" in summary:
-        lines += ["", failure_markdown(summary, ("stratum", "tool")).replace("failed sample", "failed step")]
+        lines += ["", failure_markdown(summary, ("stratum", "env")).replace("failed sample", "failed step")]
     return "\n".join(lines) + "\n"

@@ -21,7 +21,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:0 1.5em 3em;color:#1d1d1f;backgro
 h1{font-size:1.5em}h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ccc}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ddd;padding:2px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.note{color:#9a3412}.muted{color:#666}.plot{max-width:100%;border:1px solid #eee;margin:.4em 0}
+.note{color:#9a3412}.muted{color:#666}.plot{max-width:min(100%,760px);border:1px solid #eee;margin:.4em 0}
 .filters{position:sticky;top:0;background:#fafafa;border:1px solid #ddd;padding:.5em;z-index:1}
 .filters label{margin-right:1em;white-space:nowrap}
 .sample{border:1px solid #ccc;border-radius:4px;margin:.8em 0;padding:.5em}
@@ -138,7 +138,6 @@ SCRIPT = r"""
   function runColumn(run, sample) {
     var col = el("div", "runcol");
     add(col, el("div", "muted", run.label));
-    if (!sample) { return add(col, el("p", "muted", "not in this run")); }
     var head = el("div");
     if (sample.status !== "scored") {
       add(head, el("span", "fail", sample.status));
@@ -191,8 +190,11 @@ SCRIPT = r"""
     node.setAttribute("data-sample-id", id);
     var header = add(el("header"), el("span", null, id), el("span", "muted", " \u00b7 " + meta.tool + " \u00b7 " + meta.stratum));
     add(node, header, add(el("div"), el("span", "muted", "call: "), el("pre", null, first.call)));
-    var cols = el("div", "cols cols-" + Math.min(4, data.runs.length));
-    per.forEach(function (s, r) { add(cols, runColumn(data.runs[r], s)); });
+    var cols = el("div", "cols cols-" + Math.min(4, any.length));
+    per.forEach(function (s, r) { if (s) { add(cols, runColumn(data.runs[r], s)); } });
+    if (any.length < data.runs.length && any.length > 0 && data.runs.length > 1) {
+      add(node, el("div", "muted", "in " + any.length + " of " + data.runs.length + " runs"));
+    }
     add(node, cols);
     return {node: node, meta: meta};
   });
