@@ -12,7 +12,8 @@ In shadow mode a runnable implementation is stepped alongside from the same init
 the same actions, and every step records FM/CM against it and the first step where the tracked
 state diverges from the true one. A fallback step is never a match: its FM and CM are False and it
 counts as a divergence (the simulator gave no answer), even where the unchanged tracked state happens
-to equal the true one.
+to equal the true one. Each shadowed step also carries the true patch, FM-json / CM-numeric and its failure
+classes (``evaluation.failure_classes.step_verdicts``).
 """
 
 from __future__ import annotations
@@ -254,6 +255,7 @@ class SimulatedEnvironment:
         verdicts = step_verdicts(step.fm, step.cm, fallback_class if step.fallback else None,
                                  step.observation, truth.observation, before, self.state, true_before,
                                  truth.next_state, self.spec.env_id)
-        step.fm_json, step.cm_numeric, step.failure = verdicts.fm_json, verdicts.cm_numeric, verdicts.to_json()["failure"]
+        step.fm_json, step.cm_numeric = verdicts.fm_json, verdicts.cm_numeric
+        step.failure = verdicts.to_json()["failure"]
         if step.diverged and self.first_divergence is None:
             self.first_divergence = step.index

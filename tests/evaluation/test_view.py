@@ -207,3 +207,19 @@ def test_chromium_runs_no_hostile_payload(hostile, tmp_path):
         assert "PWNED" not in title and not re.search(r"<body[^>]*data-pwned", dom)
         assert len(_articles(dom)) == 4 and "&lt;img src=x onerror=" in dom
         assert not re.search(r"<(img|a)\s[^>]*(onerror|javascript:)", dom)
+
+
+def test_rows_written_before_failure_classes_are_classified_again(runs, tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(runs["single"], old)
+    rows = _rows(old / "results.jsonl")
+    (old / "results.jsonl").write_text("".join(
+        json.dumps({k: v for k, v in r.items() if k not in ("tool", "fm_json", "cm_numeric", "failure")}) + "\n"
+        for r in rows.values()))
+    _, data = _page(old, out=tmp_path / "old.html")
+    (run,) = data["runs"]
+    assert any("classified again" in note for note in run["notes"])
+    for sample in run["samples"]:
+        row = rows[sample["id"]]
+        assert sample["classes"] == row["failure"] and sample["fm_json"] == row["fm_json"]
+        assert sample["tool"] == row["tool"]
