@@ -5,6 +5,7 @@ whose class counts must sum to their FM and CM failures."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,33 @@ def test_simulated_steps_carry_classes_and_drift_sums_them(tmp_path):
                         else "carried_divergence")
             assert step["failure"]["state"] == expected and isinstance(step["true_patch"], list)
     assert "### Failure classes" in (out / "drift.md").read_text()
+
+
+def _rounded(value):
+    if isinstance(value, float):
+        return round(value, 2)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return [_rounded(v) for v in value] if isinstance(value, list) else value
+
+
+@pytest.mark.slow
+def test_tau_misses_of_formatting_and_rounding_are_named_so():
+    """The true τ answers, with JSON strings re-serialised (sorted keys, no spaces) and floats rounded to 2
+    decimals: every miss is formatting_only or float_rounding_only, and the tolerant scores pass them all
+    (``benchmarks/tolerant_scores_tau.py`` prints the figures)."""
+    from envsim.benchmark import load
+
+    found = {"observation": Counter(), "state": Counter()}
+    records = load("v2", "tau")
+    for record in records:
+        observation = record["observation"]
+        if isinstance(observation, str) and observation.startswith("{"):
+            observation = json.dumps(_rounded(json.loads(observation)), sort_keys=True, separators=(",", ":"))
+        score = _score(record, observation, _rounded(record["patch"]))
+        assert score.cm_numeric and (score.fm_json or score.failure["observation"] == "float_rounding_only")
+        for side in found:
+            if score.failure[side]:
+                found[side][score.failure[side]] += 1
+    assert set(found["state"]) == {"float_rounding_only"} and found["state"]["float_rounding_only"] > 0
+    assert set(found["observation"]) == {"formatting_only", "float_rounding_only"}
