@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-RATES = ("fm", "cm", "cm_lenient", "cm_original")
+RATES = ("fm", "cm", "cm_lenient", "cm_original", "fm_json", "cm_numeric")
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,8 @@ class GroupRates:
     cm: float | None = None
     cm_lenient: float | None = None
     cm_original: float | None = None
+    fm_json: float | None = None      # tolerant rates beside FM / CM (None: a summary written before them)
+    cm_numeric: float | None = None
     ci: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     @classmethod

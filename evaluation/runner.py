@@ -284,7 +284,7 @@ def _domain_of(env_id: str) -> str:
 
 async def _evaluate_one(record: dict[str, Any], provider: Provider, config: EvalConfig, policy: RetryPolicy,
                         class_sources: dict[str, str], *, tokenizer: Any = None) -> dict[str, Any]:
-    base = {"id": record["id"], "env": record["env"], "domain": _domain_of(record["env"]),
+    base = {"id": record["id"], "env": record["env"], "tool": record.get("tool"), "domain": _domain_of(record["env"]),
             "stratum": record["stratum"], "delta_size": record["delta_size"], "arg_count": record["arg_count"]}
     try:
         messages = None if skips_prompt(provider, record, config.prompt_mode) else \
