@@ -215,7 +215,7 @@ class Execution:
                              "shape": self.module.shape if self.module else None}}
 
 
-def run_shown(shown: ShownPrompt, state: Any = None, limits: Limits = DEFAULT_LIMITS) -> Execution:
+def run_shown(shown: ShownPrompt, state: Any = None, limits: Limits | None = None) -> Execution:
     """Run the call of ``shown`` with its code on its state (or on ``state`` when given: the miss analysis
     re-runs the same code on the record's true state). Never raises."""
     from envsim.delta import compute_delta
@@ -235,7 +235,7 @@ def run_shown(shown: ShownPrompt, state: Any = None, limits: Limits = DEFAULT_LI
     request = {"source": module.source, "class_name": module.class_name, "load": "attrs",
                "tools": [shown.action["name"]], "state": state, "action": shown.action}
     try:
-        answer = run_request(request, limits)
+        answer = run_request(request, limits or DEFAULT_LIMITS)
     except SandboxError as exc:
         return Execution("sandbox", str(exc), shown=shown, module=module)
     try:
@@ -246,7 +246,7 @@ def run_shown(shown: ShownPrompt, state: Any = None, limits: Limits = DEFAULT_LI
                      shown=shown, module=module)
 
 
-def execute_prompt(messages: list[dict[str, str]], limits: Limits = DEFAULT_LIMITS) -> Execution:
+def execute_prompt(messages: list[dict[str, str]], limits: Limits | None = None) -> Execution:
     """Read ``messages`` and run what they show (``run_shown``); never raises."""
     try:
         shown = read_prompt(messages)
@@ -260,8 +260,8 @@ class ExecutorProvider:
 
     name = NAME
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
-        self.limits = limits
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits  # None: DEFAULT_LIMITS, read at each call
 
     async def generate(self, messages: list[dict[str, str]], record: dict[str, Any]) -> Generation:
         """The executed answer; a prompt it cannot run is a scored failure whose reason starts with ``executor:``."""
