@@ -124,3 +124,46 @@ def test_the_executor_solves_a_benchmark_whose_prompts_are_sufficient(small_benc
     assert summary.scored == 26
     assert summary.overall.fm == 1.0 and summary.overall.cm == 1.0
     assert json.loads((summary.run_dir / "executor_misses.json").read_text())["misses"] == []
+
+
+SHOP_SOURCE = '''
+LIMIT = 10
+
+
+class Shop:
+    def __init__(self, config):
+        self.items = config["items"]
+
+    def _find(self, name):
+        return self.items.get(name)
+
+    def buy(self, name: str, qty: int = 1) -> dict:
+        """Buy some of an item."""
+        item = self._find(name)
+        if item is None:
+            return {"success": False, "error": "no such item"}
+        if qty > LIMIT:
+            raise ValueError("too many")
+        item["stock"] -= qty
+        return {"success": True, "left": item["stock"]}
+'''
+
+
+@pytest.mark.parametrize("mode", ["mdp", "full-class"])
+def test_user_environments_from_strings_are_solved(mode: str) -> None:
+    """An EnvScaler-style string class: its tool code shows the module constant it reads with its real value
+    (it once read ``LIMIT = None``), and the executor answers every call as the sandboxed class does."""
+    from envsim.envs.adapters.untrusted import from_envscaler
+    from envsim.envs.executor import execute
+    from envsim.envs.source import tool_code
+
+    env = from_envscaler({"env_class_code": SHOP_SOURCE, "init_config": {"items": {"a": {"stock": 5}}}})
+    assert "LIMIT = 10" in tool_code(env, "buy")
+    state = env.sample_state(0)
+    for arguments in ({"name": "a", "qty": 2}, {"name": "a", "qty": 20}, {"name": "b"}, {"qty": 1}):
+        truth = execute(env, state, {"name": "buy", "arguments": arguments})
+        record = {"env": env.env_id(), "state": state, "action": {"name": "buy", "arguments": arguments},
+                  "code": tool_code(env, "buy"), "tools": env.tool_schemas()}
+        execution = executor_baseline.execute_prompt(build_messages(record, mode, class_source=SHOP_SOURCE,
+                                                                    version="2"))
+        assert (execution.observation, execution.patch) == (truth.observation, truth.patch), arguments
