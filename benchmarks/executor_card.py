@@ -22,41 +22,42 @@ from typing import Any
 from envsim.benchmark import BENCHMARK_DIR
 from envsim.evaluation.executor_misses import CAUSES, MISSES_FILE, by_cause
 
-#: (cause, detail pattern, env pattern, why the miss is acceptable). The first rule that matches explains a miss.
-WHY: list[tuple[str, str, str, str]] = [
-    ("name_not_defined", r"^'_dt' ", r".",
+#: (reason id, cause, detail pattern, env pattern, why the miss is acceptable). The first rule that matches
+#: explains a miss; the lists name the reason by its id.
+WHY: list[tuple[str, str, str, str, str]] = [
+    ("omitted-import-dt", "name_not_defined", r"^'_dt' ", r".",
      "The shown code calls date helpers of envsim.envs.sampling (add_days, days_between, ...), shown in full, "
      "whose module imports `datetime as _dt`; the prompt does not show that import line. `_dt.date` and "
      "`_dt.timedelta` unmistakably name the standard datetime module, so the answer follows for a reader; only "
      "a literal executor stops. Fix in a new benchmark version: envs/source.tool_code lists the imports of the "
      "names it shows."),
-    ("name_not_defined", r"^'deepcopy' ", r"^tau/",
+    ("omitted-import-deepcopy", "name_not_defined", r"^'deepcopy' ", r"^tau/",
      "τ-bench's tool source is shown unmodified; its module's `from copy import deepcopy` is not part of the "
      "class. `deepcopy` is the standard library's copy.deepcopy: the answer follows for a reader."),
-    ("state_rendered_differently", r"view leaves out", r"^tau/",
-     "The view of this call leaves out a collection the tool binds before its first check (`data[\"products\"]`), "
-     "while the call fails or succeeds without using it; the view's notes say the collection exists (\"not "
+    ("view-leaves-out-a-bound-collection", "state_rendered_differently", r"view leaves out", r"^tau/",
+     "The view of this failing call leaves out a collection the tool binds before its first check "
+     "(`products = data[\"products\"]`) but never uses on the failing path; the view's notes say the collection exists (\"not "
      "shown\") and the view rules say parts not shown exist unchanged, so the answer follows for a reader. Fix "
      "in a new prompt version: envs/views keeps every path the code reads before its first branch."),
-    ("state_rendered_differently", r"tool's object keeps", r"^bfcl/",
+    ("bfcl-object-state", "state_rendered_differently", r"tool's object keeps", r"^bfcl/",
      "BFCL's class keeps this state as objects (a directory tree with a current-directory pointer, int-keyed "
      "dicts, private brake and slope forces); the prompt shows the adapter's JSON form of it, which is BFCL's "
      "own scenario format (envs/adapters/bfcl.py). The mapping is the track's documented rendering; a model "
      "reads the JSON, a literal executor cannot run object code on it."),
-    ("state_rendered_differently", r"shown state does not have", r"^bfcl/",
+    ("bfcl-private-attribute", "state_rendered_differently", r"shown state does not have", r"^bfcl/",
      "BFCL's class reads a private attribute that its scenario loader builds from the shown JSON (the adapter's "
      "documented rendering, envs/adapters/bfcl.py); a model reads the JSON, a literal executor cannot."),
-    ("name_not_defined", r".", r"^bfcl/",
-     "BFCL's class uses a helper class or function of its own module (e.g. File, Directory) that the tool's "
-     "code does not include; its behaviour is evident from its use on the shown scenario JSON."),
+    ("bfcl-omitted-import", "name_not_defined", r".", r"^bfcl/",
+     "BFCL's tool uses a name its module imports (decimal's InvalidOperation) that BFCL's method source, shown "
+     "unmodified, does not include; the name is the standard library's, evident to a reader."),
 ]
 
 
 def why(miss: dict[str, Any]) -> str:
-    """Why ``miss`` is acceptable (``WHY``); ``SystemExit`` naming it when no rule explains it."""
-    for cause, detail, env, text in WHY:
+    """The id of the ``WHY`` rule that explains ``miss``; ``SystemExit`` naming it when no rule does."""
+    for rule, cause, detail, env, _text in WHY:
         if miss["cause"] == cause and re.search(detail, miss["detail"]) and re.search(env, miss["env"]):
-            return text
+            return rule
     raise SystemExit(f"unexplained executor miss {miss['id']} ({miss['env']}.{miss['tool']}): {miss['cause']}: "
                      f"{miss['detail']} - fix the prompt or the record, or add a rule to WHY")
 
@@ -94,6 +95,13 @@ def table(tracks: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def dump(payload: dict[str, Any]) -> str:
+    """The list as JSON, one miss per line (readable in a diff)."""
+    text = json.dumps(payload, indent=1, ensure_ascii=False)
+    return re.sub(r"\{\n\s+\"id\"(.*?)\n\s+\}", lambda m: json.dumps(json.loads(m.group(0)), ensure_ascii=False),
+                  text, flags=re.S) + "\n"
+
+
 def main() -> None:
     """Print the table; with ``--write``, write the accepted-miss lists next to the data cards."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -112,8 +120,11 @@ def main() -> None:
                                 "sample it gets wrong, with its cause and why it is acceptable. The slow-tier test "
                                 "tests/benchmark/test_executor_guard.py fails on any miss not listed here. "
                                 "See docs/executor.md.",
-                       "causes": list(CAUSES), "benchmark": version, "tracks": tracks}
-            (BENCHMARK_DIR / version / MISSES_FILE).write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
+                       "causes": list(CAUSES), "benchmark": version,
+                       "reasons": {rule: text for rule, *_, text in WHY
+                                   if any(m["why"] == rule for t in tracks.values() for m in t["misses"])},
+                       "tracks": tracks}
+            (BENCHMARK_DIR / version / MISSES_FILE).write_text(dump(payload))
 
 
 if __name__ == "__main__":

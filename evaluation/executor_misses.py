@@ -103,7 +103,7 @@ def object_differs(env_id: str, state: dict[str, Any]) -> str | None:
     if other:
         parts.append(f"attributes held in another form than their JSON ({', '.join(other[:6])})")
     if private:
-        parts.append(f"private attributes the tools read ({', '.join(private[:6])})")
+        parts.append(f"private attributes outside the state ({', '.join(private[:6])})")
     return "the tool's object keeps " + " and ".join(parts)
 
 
