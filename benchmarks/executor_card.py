@@ -95,6 +95,27 @@ def table(tracks: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def card_section(version: str, tracks: dict[str, dict[str, Any]]) -> str:
+    """The data card's executor section: figures per track, then every miss grouped by track and reason."""
+    lines = ["## Executor baseline: is every sample solvable from its prompt?", "",
+             "`envsim eval --model executor` reads only the rendered prompt, runs the shown code on the shown state "
+             "in the sandbox and answers what it produced (docs/executor.md). Each miss is a prompt-sufficiency "
+             f"defect until shown otherwise; the accepted ones are listed in `{version}/{MISSES_FILE}` (cause, the "
+             "executor's detail, and why it is acceptable) and the slow-tier test "
+             "`tests/benchmark/test_executor_guard.py` fails on any miss not listed there.", "", table(tracks), ""]
+    for rule, _cause, _detail, _env, text in WHY:
+        groups = {name: [m["id"] for m in t["misses"] if m["why"] == rule] for name, t in tracks.items()}
+        groups = {name: ids for name, ids in groups.items() if ids}
+        if not groups:
+            continue
+        total = sum(len(ids) for ids in groups.values())
+        cause = next(m["cause"] for t in tracks.values() for m in t["misses"] if m["why"] == rule)
+        lines += [f"**{rule}** ({cause}, {total} misses). {text}", "", "<details><summary>sample ids</summary>", ""]
+        lines += [f"- {name}: {', '.join(f'`{i}`' for i in ids)}" for name, ids in groups.items()]
+        lines += ["", "</details>", ""]
+    return "\n".join(lines)
+
+
 def dump(payload: dict[str, Any]) -> str:
     """The list as JSON, one miss per line (readable in a diff)."""
     text = json.dumps(payload, indent=1, ensure_ascii=False)
@@ -109,12 +130,13 @@ def main() -> None:
     parser.add_argument("--v2", type=Path, required=True, help="tiers directory of the executor on v2 (mdp)")
     parser.add_argument("--tau", type=Path, required=True, help="tiers directory of the executor on v2 tau (mdp-view)")
     parser.add_argument("--write", action="store_true", help="write benchmark/<v>/executor_misses.json")
+    parser.add_argument("--card", action="store_true", help="print the data cards' executor sections instead")
     args = parser.parse_args()
     cards = {"v1": {"test": track_entry(args.v1)},
              "v2": {**{t: track_entry(args.v2 / t) for t in ("core", "extreme", "long_state", "chained", "bfcl")},
                     "tau": track_entry(args.tau / "tau")}}
     for version, tracks in cards.items():
-        print(f"## {version}\n\n{table(tracks)}\n")
+        print(card_section(version, tracks) if args.card else f"## {version}\n\n{table(tracks)}\n")
         if args.write:
             payload = {"about": "Accepted misses of the executor baseline (envsim eval --model executor): every "
                                 "sample it gets wrong, with its cause and why it is acceptable. The slow-tier test "

@@ -37,17 +37,17 @@ def _available(track: str) -> str | None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("benchmark,track,tier,mode", TRACKS, ids=[f"{b}-{t}" for b, t, _, _ in TRACKS])
-def test_every_executor_miss_is_listed_on_the_data_card(benchmark: str, track: str, tier: str | None, mode: str,
+@pytest.mark.parametrize("version,track,tier,mode", TRACKS, ids=[f"{b}-{t}" for b, t, _, _ in TRACKS])
+def test_every_executor_miss_is_listed_on_the_data_card(version: str, track: str, tier: str | None, mode: str,
                                                        tmp_path: Path) -> None:
     missing = _available(track)
     if missing:
         pytest.skip(missing)
-    summary = envsim.evaluate("executor", benchmark=benchmark, tier=tier, prompt_mode=mode, concurrency=2,
+    summary = envsim.evaluate("executor", benchmark=version, tier=tier, prompt_mode=mode, concurrency=2,
                               run_dir=tmp_path / "run")
     run_dir = summary.tiers[tier].run_dir if tier else summary.run_dir
     assert summary.infra_failures == 0
     misses = json.loads((run_dir / "executor_misses.json").read_text())["misses"]
-    new = unlisted(misses, accepted_misses(benchmark, track))
-    assert not new, (f"{len(new)} executor misses on {benchmark}/{track} are not listed in {accepted_path(benchmark)}: "
+    new = unlisted(misses, accepted_misses(version, track))
+    assert not new, (f"{len(new)} executor misses on {version}/{track} are not listed in {accepted_path(version)}: "
                      + "; ".join(f"{m['id']} {m['env']}.{m['tool']}: {m['cause']} ({m['detail']})" for m in new[:10]))
