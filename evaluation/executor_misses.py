@@ -39,9 +39,10 @@ CAUSES = ("code_not_shown", "name_not_defined", "state_rendered_differently", "o
 MISSES_FILE = "executor_misses.json"
 _NAME_ERROR = re.compile(r"NameError: name '([^']+)' is not defined")
 _ATTRIBUTE_ERROR = re.compile(r"AttributeError: '[^']+' object has no attribute '([^']+)'")
-_REFUSALS = ("attempted a forbidden operation", "exceeded the", "over the size limit", "killed by signal",
-             "ended without a valid answer", "malformed result", "confinement", "refus", "answered a frame",
-             "sandbox worker failed", "memory limit")
+#: Sandbox errors that are not refusals: the untrusted module itself failed (e.g. a ``NameError`` at class
+#: definition), or the executor could not diff the next state it got. Every other ``SandboxError`` is a refusal
+#: (a forbidden operation, a time, memory or size limit, a missing confinement layer, a worker that died).
+_NOT_REFUSALS = ("untrusted environment failed:", "the next state cannot be diffed")
 
 
 def _error_text(execution: Any) -> str:
@@ -55,7 +56,7 @@ def _error_text(execution: Any) -> str:
 
 
 def _is_refusal(detail: str) -> bool:
-    return not detail.startswith("untrusted environment failed:") and any(word in detail for word in _REFUSALS)
+    return not detail.startswith(_NOT_REFUSALS)
 
 
 def _matches_truth(record: dict[str, Any], execution: Any) -> bool:
