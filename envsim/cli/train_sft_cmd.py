@@ -66,8 +66,8 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
                            learning_rate=learning_rate, epochs=epochs, cutoff_len=cutoff_len,
                            effective_batch=effective_batch, bf16=not no_bf16, max_steps=max_steps)
     if not dry_run and find_launcher() is None:
-        raise click.ClickException("llamafactory-cli not found: install LLaMA-Factory (see README, "
-                                   "'Train your own simulator') or use --dry-run")
+        raise click.ClickException("llamafactory-cli not found: install LLaMA-Factory (pip install -e \".[train]\"; "
+                                   "see docs/training.md) or use --dry-run")
     run = RunFiles.snapshot(run_dir, run_dir / "checkpoints")
     config_path, ds_path = write_sft_files(settings, run_dir)
     command, extra_env = launch_command(config_path, gpus, layout)

@@ -117,7 +117,7 @@ def test_entry_point_group_trusts_a_plugin_module(canary, monkeypatch):
 
 
 def test_custom_environment_survives_construct_then_eval(tmp_path, monkeypatch):
-    """README's Library: construct --env mylib:Library, then eval --env-module mylib scores it (oracle = 100%)."""
+    """The documented Library (docs/environments.md): construct --env mylib:Library, then eval --env-module mylib scores it (oracle = 100%)."""
     from envsim.envs.trust import forget_trusted
 
     (tmp_path / "mylib.py").write_text(textwrap.dedent(LIBRARY))
