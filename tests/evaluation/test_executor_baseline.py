@@ -167,3 +167,20 @@ def test_user_environments_from_strings_are_solved(mode: str) -> None:
         execution = executor_baseline.execute_prompt(build_messages(record, mode, class_source=SHOP_SOURCE,
                                                                     version="2"))
         assert (execution.observation, execution.patch) == (truth.observation, truth.patch), arguments
+
+
+def test_a_chained_miss_is_classified_on_the_true_state_before_it() -> None:
+    """A chained step that diverges is analysed as a one-step sample on the replayed true state (``id#step``);
+    a later miss of the same episode is carried over, not classified again."""
+    from envsim.construction.chained import load_episodes
+    from envsim.evaluation.executor_misses import accepted_misses, chained_misses
+
+    listed = next(iter(accepted_misses("v2", "chained").values()))
+    episode_id, step = listed["id"].split("#")
+    episode = next(e for e in load_episodes("v2", "chained") if e["id"] == episode_id)
+    steps = [{"index": i, "fm": i < int(step), "cm": i < int(step)} for i in range(episode["length"])]
+    row = {"status": "scored", "first_divergence": int(step), "steps": steps}
+    misses = chained_misses([episode], {episode_id: row}, "mdp", "2")
+    assert [m["id"] for m in misses] == [listed["id"]]
+    assert (misses[0]["cause"], misses[0]["detail"]) == (listed["cause"], listed["detail"])
+    assert misses[0].get("carried", 0) == episode["length"] - int(step) - 1
