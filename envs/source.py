@@ -88,6 +88,19 @@ def _is_constant(obj: Any) -> bool:
     return False
 
 
+def _literal_constants(source: str) -> dict[str, Any]:
+    """Module-level ``NAME = <literal>`` assignments of a class source given as a string (its module is never
+    imported: the values are read from the syntax tree)."""
+    constants: dict[str, Any] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                constants[node.targets[0].id] = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+    return constants
+
+
 @functools.lru_cache(maxsize=4096)
 def tool_code(cls: type, tool_name: str) -> str:
     """Source of the tool method plus the methods and helper functions it calls, followed transitively
@@ -100,7 +113,7 @@ def tool_code(cls: type, tool_name: str) -> str:
         raise KeyError(f"{cls.__name__} has no method {tool_name!r}")
     source_lines = class_source(cls).splitlines()
     module = sys.modules.get(cls.__module__)
-    module_globals: dict[str, Any] = vars(module) if module else {}
+    module_globals: dict[str, Any] = vars(module) if module else _literal_constants(class_source(cls))
     seen_methods: list[str] = []
     seen_functions: dict[str, Callable[..., Any]] = {}
     constants: dict[str, Any] = {}
@@ -131,7 +144,7 @@ def tool_code(cls: type, tool_name: str) -> str:
             value = module_globals.get(ref)
             if _is_helper_function(value, cls.__module__) and ref not in seen_functions:
                 pending.append(("function", ref))
-            elif ref.isupper() and _is_constant(value):
+            elif ref.isupper() and ref in module_globals and _is_constant(value):
                 constants[ref] = value
     parts = []
     for name in seen_methods:

@@ -103,6 +103,10 @@ class EvalOptions:
         if self.prompt_version is not None and self.prompt_version not in PROMPT_VERSIONS:
             raise InvalidOption("--prompt-version",
                                 f"{self.prompt_version!r} is not one of {', '.join(PROMPT_VERSIONS)}")
+        if self.model == "executor" and self.prompt_mode == "pomdp" and not self.base_urls:
+            from envsim.evaluation.executor_baseline import POMDP_REFUSAL
+
+            raise InvalidOption("--prompt-mode", POMDP_REFUSAL)
         if self.track not in ("single", "rollout"):
             raise InvalidOption("--track", f"{self.track!r} is not 'single' or 'rollout'")
         if not isinstance(self.extra, dict):

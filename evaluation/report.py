@@ -236,6 +236,10 @@ def render_markdown(summary: dict[str, Any]) -> str:
         parts.append(failure_markdown(summary))
     if summary["parse_failure_reasons"]:
         parts.append("### Parse failures\n\n" + _reason_lines(summary["parse_failure_reasons"]))
+    if summary.get("executor_misses"):
+        from envsim.evaluation.executor_misses import counts_markdown
+
+        parts.append(counts_markdown(summary["executor_misses"]))
     counted = summary.get("tokens", {}).get("counted")
     if counted and counted["prompt"]["overall"]["n"]:
         parts.append("### Tokens\n\n" + tokens_markdown(counted))
@@ -388,6 +392,11 @@ def write_reports(run_dir: Path, sample_ids: Sequence[str] | None = None) -> dic
             summary["endpoints"] = json.loads(endpoints.read_text())
         except ValueError:
             pass
+    from envsim.evaluation.executor_misses import read_miss_counts
+
+    misses = read_miss_counts(run_dir)               # written by envsim eval --model executor
+    if misses is not None:
+        summary["executor_misses"] = misses
     summary_path, report_path, plot_path = report_files(run_dir)
     write_text_atomic(summary_path, json.dumps(summary, indent=2) + "\n")
     write_text_atomic(report_path, render_markdown(summary))

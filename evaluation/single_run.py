@@ -138,6 +138,10 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
             report = _rollout(records, provider, run_dir, options, prompt_version)
         else:
             _single(records, provider, config, run_dir, options, token_counter)
+            if getattr(provider, "name", None) == "executor":  # every miss classified (evaluation/executor_misses.py)
+                from envsim.evaluation.executor_misses import record_run_misses
+
+                record_run_misses(run_dir, records, options.prompt_mode, prompt_version, options.echo_err)
         sample_ids = [str(r["id"]) for r in records]
         del records, token_counter  # the reports need the ids only: the samples' and the token counter's memory
         # (envsim.tokens.eval_tokenizer: not cached) is given back before the plot is drawn

@@ -247,6 +247,11 @@ def _run_chained(options: EvalOptions) -> EvalSummary:
                                       prompt_version=prompt_version, concurrency=options.concurrency,
                                       policy=retry_policy(options), on_episode=lambda _row: bar.update(1)))
     bar.close()
+    if options.model == "executor" and not options.base_urls:  # every miss classified (evaluation/executor_misses.py)
+        from envsim.evaluation.executor_misses import read_miss_counts, record_run_misses
+
+        record_run_misses(run_dir, episodes, options.prompt_mode, prompt_version, options.echo_err, chained=True)
+        summary["executor_misses"] = read_miss_counts(run_dir)
     options.echo(chained_markdown(summary))
     for line in infra_lines(summary["infra_failures"], summary["episodes"], summary.get("infra_failure_reasons"),
                             unit="episodes"):

@@ -17,7 +17,8 @@ from envsim.progress import progress_option
 
 
 @click.command("eval")
-@click.option("--model", required=True, help="Model name at the endpoint, or the baselines 'null' / 'oracle'.")
+@click.option("--model", required=True, help="Model name at the endpoint, or the baselines 'null' / 'oracle' / "
+              "'executor' (runs the code the prompt shows, docs/executor.md).")
 @click.option("--base-url", multiple=True, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1. "
               "Without it, a model name goes to $OPENAI_BASE_URL or api.openai.com (needs --api-key). Repeat it (or use --base-url-file) for a fleet of replicas: requests "
               "go to the endpoint with the fewest in flight; one that fails 3 times in a row is taken out for 30 s "
