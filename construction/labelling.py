@@ -64,7 +64,18 @@ def to_record(transition: Transition, env_class: type[Environment], split: str) 
     origin = getattr(env_class, "_origin", "")
     if origin:  # wrapped foreign classes only (built-in records keep the v1 field set)
         record["origin"] = origin
+    if checks_views(env_class):  # the user's own environments: every view verified (field ``view``)
+        from envsim.envs.views.verify import verify_record_view
+
+        verify_record_view(env_class, record)
     return record
+
+
+def checks_views(env_class: type[Environment]) -> bool:
+    """Whether construction verifies the views of this environment's records (``envsim.envs.views.verify``):
+    every environment but EnvSim's built-in library and its namespaced tracks (``bfcl/``, ``tau/``), whose
+    shipped records stay byte-identical (their views are checked by tests instead)."""
+    return not env_class.__module__.startswith("envsim.envs.library") and "/" not in env_class.env_id()
 
 
 def deduplicate(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
