@@ -31,7 +31,7 @@ from envsim.envs.views.state import StateAccessMixin
 from envsim.envs.views.statements import StatementsMixin
 from envsim.envs.views.values import (  # noqa: F401  (re-exported: importers use envsim.envs.views.analysis)
     MAX_CALL_DEPTH, MAX_KNOWN, MAX_STEPS, UNKNOWN, DictV, FilterNote, ItemsOf, Known, Node, Path, ReadNeeds, Seq,
-    TupleV, _Budget, _Return, known, pointer,
+    TupleV, _Budget, _Raised, _Return, known, pointer,
 )
 
 
@@ -85,8 +85,8 @@ class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMix
         return found
 
     def entry(self, tool_name: str) -> ast.FunctionDef | None:
-        """The function the call runs: ``invoke`` (τ-bench), the tool's own name, or the first one."""
-        for name in ("invoke", tool_name):
+        """The function the call runs: the tool's own name, ``invoke`` (τ-bench), or the first one."""
+        for name in (tool_name, "invoke"):
             if name in self.functions:
                 return self.functions[name]
         return next(iter(self.functions.values()), None)
@@ -116,7 +116,7 @@ class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMix
         try:
             self._run_body(func.body, env)
             self.use(env.get("<return>"))  # the observation is the returned value, read whole
-        except _Return:
+        except (_Return, _Raised):
             pass
         except _Budget:
             self.needs.widened.append(f"analysis budget ({MAX_STEPS} steps) spent: whole state")

@@ -159,3 +159,21 @@ class _Return(Exception):
 
 class _Budget(Exception):
     pass
+
+
+class _Raised(Exception):
+    """A ``raise`` every path reaching it takes (no return seen, every enclosing test known true): the rest of
+    the call is never run, so it reads nothing more."""
+
+
+def truth(value: Any) -> bool | None:
+    """Whether an abstract test is surely true (``True``), surely false (``False``) or unknown (``None``)."""
+    if isinstance(value, Known) and value.values:
+        verdicts = set()
+        for v in value.values:
+            try:
+                verdicts.add(bool(v))
+            except Exception:  # noqa: BLE001 - a value without a truth value: unknown
+                return None
+        return verdicts.pop() if len(verdicts) == 1 else None
+    return None
