@@ -81,6 +81,13 @@ class StatementsMixin:
             self._collect([stmt])
         # pass, break, continue, import, global: nothing read
 
+    def _sure(self, test: ast.expr, value: Any, env: dict[str, Any]) -> bool | None:
+        """``truth(value)`` of a branch test, unless the test names a local container (aliases or helpers may
+        have changed it in place: its known value is not trusted to end the call)."""
+        if any(isinstance(n, ast.Name) and _mutable_known(env.get(n.id)) for n in ast.walk(test)):
+            return None
+        return truth(value)
+
     def _maybe(self, body: list[ast.stmt], env: dict[str, Any]) -> bool:
         """Run a body that may not run (a loop pass, a handler, an unknown branch); ``False`` if it surely raised."""
         try:
@@ -135,7 +142,7 @@ class StatementsMixin:
             return
         test = self.eval(stmt.test, env)
         self.use(test)
-        verdict = truth(test)  # a branch surely taken that surely raises ends the call (both are still read)
+        verdict = self._sure(stmt.test, test, env)  # a branch surely taken that surely raises ends the call
         if not self._maybe(stmt.body, env) and verdict is True:
             raise _Raised()
         if not self._maybe(stmt.orelse, env) and verdict is False:
@@ -253,3 +260,8 @@ class StatementsMixin:
             keys = [m[-1] for m in members if m in matched]
             self.needs.add_filter(FilterNote(parent, fields, tuple(values), folded, keys))
         return Node(frozenset(matched))
+
+
+def _mutable_known(value: Any) -> bool:
+    """A known value that holds a list, dict or set (it can change in place)."""
+    return isinstance(value, Known) and any(isinstance(v, (list, dict, set)) for v in value.values)
