@@ -229,7 +229,8 @@ def widen_needs(state: Any, needs: ReadNeeds, level: str) -> ReadNeeds:
         widened.widened = out.widened
         widened.full = widened.full | {_record(state, p) for p in _touched(needs) if len(p) >= 2}
         return widened
-    out.full = {p[:1] for p in _touched(needs) if p} | {(k,) for k in state}
+    out.full = {p[:1] for p in _touched(needs) if p} | {(k,) for k, v in state.items() if not isinstance(v, dict)}
+    out.reach = set(needs.reach) | {(k,) for k, v in state.items() if isinstance(v, dict)}  # present, maybe empty
     return out
 
 
