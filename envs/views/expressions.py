@@ -51,7 +51,7 @@ class ExpressionsMixin:
                 if node.attr.startswith("_") and not (isinstance(self.state, dict) and node.attr in self.state):
                     return UNKNOWN  # a private attribute is never state (a toolkit object, a cache)
                 return self.subscript(base, Known((node.attr,)))
-            if isinstance(base, Node) and node.attr not in _CONTAINER_METHODS:
+            if isinstance(base, Node) and (node.attr not in _CONTAINER_METHODS or self._has_field(base, node.attr)):
                 return self.subscript(base, Known((node.attr,)))  # a field of the dumped model: ``order.status``
             return UNKNOWN
         if isinstance(node, ast.Subscript):
@@ -144,6 +144,18 @@ class ExpressionsMixin:
             if isinstance(child, ast.expr):
                 self.use(self.eval(child, env))
         return UNKNOWN
+
+    def _has_field(self, base: Node, name: str) -> bool:
+        """Whether a record at one of ``base``'s paths has the field ``name`` (``order.items`` is a field, not
+        ``dict.items``)."""
+        for p in base.paths:
+            try:
+                value = self.at(p)
+            except (KeyError, IndexError, TypeError):
+                continue
+            if isinstance(value, dict) and name in value:
+                return True
+        return False
 
     def _eval_maybe(self, node: ast.expr, env: dict[str, Any]) -> Any:
         """``eval`` of an expression that may not be evaluated (short-circuit, one branch): a raise is not sure."""
