@@ -89,6 +89,8 @@ class ReadNeeds:
     reach: set = field(default_factory=set)       # containers written to: present in the view, maybe empty
     scan_fields: set = field(default_factory=set)  # (collection, field) a scan tests on each record it visits
     widened: list = field(default_factory=list)   # reasons the analysis had to widen
+    whole_records: bool = False  # the code reaches the state through an object model (``self.db.orders``):
+    # records are rebuilt whole from the dump, so every record shown is shown whole and every top-level key is there
 
     def add_filter(self, note: FilterNote) -> None:
         """Record ``note``, merging with an equal filter seen before."""
@@ -157,3 +159,21 @@ class _Return(Exception):
 
 class _Budget(Exception):
     pass
+
+
+class _Raised(Exception):
+    """A ``raise`` every path reaching it takes (no return seen, every enclosing test known true): the rest of
+    the call is never run, so it reads nothing more."""
+
+
+def truth(value: Any) -> bool | None:
+    """Whether an abstract test is surely true (``True``), surely false (``False``) or unknown (``None``)."""
+    if isinstance(value, Known) and value.values:
+        verdicts = set()
+        for v in value.values:
+            try:
+                verdicts.add(bool(v))
+            except Exception:  # noqa: BLE001 - a value without a truth value: unknown
+                return None
+        return verdicts.pop() if len(verdicts) == 1 else None
+    return None
