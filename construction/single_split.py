@@ -72,7 +72,8 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
     from envsim.construction.composition import CompositionError, load_spec, stratified_sample
     from envsim.construction.pipeline import spread_sample
     from envsim.construction.stats import record_stats, record_token_stats, stats_markdown
-    from envsim.evaluation.prompts import default_prompt_version
+    from envsim.construction.stored_states import has_large_state
+    from envsim.evaluation.prompts import VIEW_PROMPT_VERSION, default_prompt_version
 
     if options.policy == "replay":
         pool = replayed_pool(options)
@@ -89,7 +90,10 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
         except CompositionError as exc:
             raise ConstructStopped(f"{exc}; try more --episodes/--steps") from None
     stats: dict[str, Any] = record_stats(records, domains)
-    stats["tokens"] = record_token_stats(records, prompt_version=default_prompt_version(options.version))
+    if has_large_state(records):  # a whole-state prompt of a production database fits no model: views
+        stats["tokens"] = record_token_stats(records, prompt_mode="mdp-view", prompt_version=VIEW_PROMPT_VERSION)
+    else:
+        stats["tokens"] = record_token_stats(records, prompt_version=default_prompt_version(options.version))
     out = options.out
     lines = (f"{len(records)} records from {stats['environments']} environments in {stats['domains']} domains "
              f"(pool {len(pool)}) -> {out}", stratum_line(stats))
