@@ -1,0 +1,494 @@
+"""An explorer for a domain nobody adapted: argument values drawn from the state through the schema.
+
+The built-in environments keep ``explorer.ExplorerPolicy`` (their shipped files are rebuilt byte for
+byte). A user's environment (``module:Class``, a plugin) gets ``StateExplorer``, which reads the state
+the way an agent that looked things up would:
+
+* **Collections** are dictionaries whose values are all records (``orders``, ``users``, and nested ones
+  such as a user's ``payment_methods`` or a product's ``variants``). A parameter ``order_id`` /
+  ``order_ids`` is matched to them by name (``order`` ↔ ``orders``, modifiers such as ``new_`` aside)
+  and to record fields of the same name (``item_id`` inside an order's items).
+* **A call is coherent**: the records its values came from become its *focus*, and the focus follows
+  references (an order's ``user_id`` brings that user), so ``item_ids`` are the items of *that* order and
+  ``payment_method_id`` a payment method of *that* order's user; ``email`` / ``zip`` come from the focused
+  record (or from one record chosen for the call). ``new_item_ids`` pairs with ``item_ids``: each new id is
+  a sibling of the old one (another key of the collection holding it: another variant of that product).
+* **An episode is coherent**: the records of earlier calls are revisited (look an order up, then change it).
+* **Records the tool talks about**: a record whose status-like values appear in the tool's name or
+  description (``cancel_pending_order`` ↔ ``status: "pending"``) is preferred.
+* **Tools that change the state** are learnt on the way: each tool's observed change rate weights it.
+* **Deliberate misses**: a share of calls get one id that does not exist, for realistic failures.
+
+Everything is drawn from one ``random.Random(seed)``: the same seed and states give the same calls.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from envsim.construction.explorer import singular
+from envsim.envs.base import Environment, ToolSpec
+from envsim.records import Action
+
+MODIFIERS = ("new_", "old_", "original_", "target_", "source_", "current_", "other_", "from_", "to_")
+READ_VERBS = {"get", "find", "list", "search", "lookup", "look", "calculate", "compute", "think", "check", "view",
+              "show", "read", "count", "query", "describe", "fetch", "transfer", "validate", "preview"}
+_WORD = re.compile(r"[a-z0-9]+")
+_QUOTED = re.compile(r"'([^']{1,60})'|\"([^\"]{1,60})\"")
+MAX_DEPTH = 8
+
+
+def _stem(param: str) -> tuple[str, str]:
+    """``new_item_ids`` -> (``item``, ``new_``): the thing a parameter names, and its modifier."""
+    name = param.lower()
+    modifier = next((m for m in MODIFIERS if name.startswith(m) and len(name) > len(m) + 1), "")
+    name = name[len(modifier):]
+    return re.sub(r"_?ids?$", "", name) or name, modifier
+
+
+def _id_like(param: str) -> bool:
+    lowered = param.lower()
+    return bool(re.search(r"(^|_)ids?$", lowered)) or lowered in ("sku", "code", "key", "username", "email")
+
+
+@dataclass
+class Collection:
+    """A dictionary of records somewhere in the state (``path`` from the root)."""
+
+    path: tuple[str, ...]
+    records: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return singular(self.path[-1].lower()) if self.path else ""
+
+
+@dataclass
+class StateIndex:
+    """What a state holds, found in one walk: its collections, where each key lives, values per field name."""
+
+    collections: list[Collection] = field(default_factory=list)
+    by_name: dict[str, list[Collection]] = field(default_factory=dict)
+    key_home: dict[str, list[Collection]] = field(default_factory=dict)
+    field_values: dict[str, list[Any]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, state: dict[str, Any]) -> "StateIndex":
+        """Index ``state`` (collections, key -> collections holding it, scalar values per field name)."""
+        index = cls()
+
+        def walk(value: Any, path: tuple[str, ...], name: str, depth: int) -> None:
+            if depth > MAX_DEPTH:
+                return
+            if isinstance(value, dict):
+                if value and path and all(isinstance(v, dict) for v in value.values()):
+                    collection = Collection(path, value)
+                    index.collections.append(collection)
+                    index.by_name.setdefault(collection.name, []).append(collection)
+                    for key in value:
+                        index.key_home.setdefault(key, []).append(collection)
+                for key, item in value.items():
+                    walk(item, (*path, str(key)), str(key), depth + 1)
+            elif isinstance(value, list):
+                for position, item in enumerate(value[:200]):
+                    walk(item, (*path, str(position)), name, depth + 1)
+            elif name:
+                index.field_values.setdefault(name, []).append(value)
+
+        walk(state, (), "", 0)
+        return index
+
+    def named(self, stem: str) -> list[Collection]:
+        """Collections whose (singular) name is ``stem``; failing that, names containing it or contained in it."""
+        exact = self.by_name.get(singular(stem), []) + (self.by_name.get(stem, []) if singular(stem) != stem else [])
+        if exact:
+            return exact
+        return [c for name, found in self.by_name.items() for c in found
+                if name and len(stem) > 2 and (stem in name or name in stem)]
+
+
+def _deep_fields(value: Any, names: tuple[str, ...], depth: int = 0) -> list[Any]:
+    """Scalar values of fields called one of ``names`` anywhere inside ``value``."""
+    found: list[Any] = []
+    if depth > MAX_DEPTH:
+        return found
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in names and not isinstance(item, (dict, list)):
+                found.append(item)
+            elif isinstance(item, (dict, list)):
+                found += _deep_fields(item, names, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            found += _deep_fields(item, names, depth + 1)
+    return found
+
+
+def _nested_keys(value: Any, stem: str, depth: int = 0) -> list[str]:
+    """Keys of collections named ``stem`` nested inside ``value`` (a user's ``payment_methods``)."""
+    keys: list[str] = []
+    if depth > 3 or not isinstance(value, dict):
+        return keys
+    for key, item in value.items():
+        if isinstance(item, dict) and item and all(isinstance(v, dict) for v in item.values()) \
+                and singular(str(key).lower()) == singular(stem):
+            keys += list(item)
+        elif isinstance(item, dict):
+            keys += _nested_keys(item, stem, depth + 1)
+    return keys
+
+
+@dataclass
+class Param:
+    """One parameter as the schema describes it."""
+
+    name: str
+    hint: Any
+    description: str = ""
+    enum: list[Any] = field(default_factory=list)
+    required: bool = True
+
+
+class StateExplorer:
+    """Seeded policy for user environments: coherent, state-drawn calls with learnt tool weights (module docstring)."""
+
+    def __init__(self, seed: int, miss_rate: float = 0.1, write_share: float = 0.75, optional_rate: float = 0.5,
+                 revisit_rate: float = 0.5, described_rate: float = 0.85) -> None:
+        self.rng = random.Random(seed)
+        self.miss_rate, self.write_share, self.optional_rate = miss_rate, write_share, optional_rate
+        self.revisit_rate, self.described_rate = revisit_rate, described_rate
+        self.changes: dict[str, list[int]] = {}          # tool -> [calls, calls that changed the state]
+        self.remembered: list[tuple[tuple[str, ...], str]] = []   # (collection path, key) of earlier calls
+        self._last: tuple[str, dict[str, Any]] | None = None
+
+    # tool choice -------------------------------------------------------------------------------
+    def next_action(self, env_class: type[Environment], state: dict[str, Any]) -> Action:
+        """The next call for ``env_class`` in ``state``."""
+        specs = list(env_class.tool_specs().values())
+        if not specs:
+            raise ValueError(f"{env_class.env_id()} has no tools to call")
+        if self._last is not None:  # learn whether the previous call changed the state
+            tool, before = self._last
+            counts = self.changes.setdefault(tool, [0, 0])
+            counts[0] += 1
+            counts[1] += int(before != state)
+        spec = self._choose_tool(specs)
+        action = Action(spec.name, self.arguments_for(env_class, spec, state))
+        self._last = (spec.name, state)
+        return action
+
+    def _choose_tool(self, specs: list[ToolSpec]) -> ToolSpec:
+        writes = [s for s in specs if _writes(s)]
+        if writes and self.rng.random() < self.write_share:
+            weights = [(self.changes.get(s.name, [0, 0])[1] + 1) / (self.changes.get(s.name, [0, 0])[0] + 2)
+                       for s in writes]
+            return self.rng.choices(writes, weights=weights)[0]
+        return self.rng.choice(specs)
+
+    # arguments ---------------------------------------------------------------------------------
+    def arguments_for(self, env_class: type[Environment], spec: ToolSpec, state: dict[str, Any]) -> dict[str, Any]:
+        """Arguments of one call of ``spec`` drawn from ``state`` (required ones always, optional ones at
+        ``optional_rate``), with one id spoiled at ``miss_rate``."""
+        params = _params(env_class, spec)
+        call = _Call(self, StateIndex.of(state), spec, params)
+        args = call.draw()
+        spoilable = [n for n, p in params.items() if n in args and _id_like(n)
+                     and (isinstance(args[n], str) or (isinstance(args[n], list) and args[n]))]
+        if spoilable and self.rng.random() < self.miss_rate:
+            name = self.rng.choice(spoilable)
+            args[name] = call.spoil(args[name])
+        return args
+
+
+def _params(env_class: type[Environment], spec: ToolSpec) -> dict[str, Param]:
+    """The tool's parameters with the schema's descriptions and enums."""
+    schema = next((t.get("function", t) for t in env_class.tool_schemas()
+                   if t.get("function", t).get("name") == spec.name), {})
+    properties = (schema.get("parameters") or {}).get("properties") or {}
+    params = {}
+    for name, parameter in spec.signature.parameters.items():
+        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        info = properties.get(name) or {}
+        params[name] = Param(name, spec.hints.get(name, Any), str(info.get("description") or ""),
+                             list(info.get("enum") or []), parameter.default is inspect.Parameter.empty)
+    return params
+
+
+class _Call:
+    """The drawing of one call's arguments: its focus records and the values chosen so far."""
+
+    def __init__(self, explorer: StateExplorer, index: StateIndex, spec: ToolSpec, params: dict[str, Param]) -> None:
+        self.explorer, self.rng, self.index, self.spec, self.params = explorer, explorer.rng, index, spec, params
+        self.focus: list[Any] = []
+        self.words = " ".join(_WORD.findall((spec.name.replace("_", " ") + " " + (spec.method.__doc__ or "")).lower()))
+        self.chosen: dict[str, Any] = {}
+
+    def draw(self) -> dict[str, Any]:
+        names = [n for n, p in self.params.items() if p.required or self.rng.random() < self.explorer.optional_rate]
+        ordered = sorted(names, key=lambda n: (not _id_like(n), _stem(n)[1] != "", not self.index.named(_stem(n)[0])))
+        for name in ordered:
+            self.chosen[name] = self.value(self.params[name])
+        return {n: self.chosen[n] for n in names}
+
+    # focus -----------------------------------------------------------------------------------
+    def _add_focus(self, collection: Collection, key: str) -> None:
+        record = collection.records.get(key)
+        if record is None or any(r is record for r in self.focus):
+            return
+        self.focus.append(record)
+        memory = self.explorer.remembered
+        if (collection.path, key) not in memory:
+            memory.append((collection.path, key))
+            del memory[:-12]
+        for name, value in _reference_fields(record):  # follow references: an order's user_id brings its user
+            if not isinstance(value, str):
+                continue
+            for home in self.index.key_home.get(value, []):
+                if home.name == singular(name[:-3].lower()) or name[:-3].lower() in home.name:
+                    self._add_focus(home, value)
+                    break
+
+    def _from_focus(self, stem: str, names: tuple[str, ...]) -> list[Any]:
+        for record in reversed(self.focus):
+            found = _nested_keys(record, stem) or _deep_fields(record, names)
+            if found:
+                return found
+        return []
+
+    # values -----------------------------------------------------------------------------------
+    def value(self, param: Param) -> Any:
+        hint = param.hint
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if origin in (Union, types.UnionType):
+            members = [a for a in args if a is not type(None)]
+            hint = members[0] if members else str
+            origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if param.enum:
+            return self.rng.choice(param.enum)
+        if origin is Literal:
+            return self.rng.choice(list(args))
+        if origin in (list, tuple) or hint in (list, tuple):
+            return self.list_value(param, args[0] if args else str)
+        if hint is bool:
+            return self.rng.random() < 0.5
+        if hint in (int, float):
+            return self.number(param.name, hint is int)
+        if origin is dict or hint is dict:
+            return self.mapping(param)
+        return self.string(param)
+
+    def _candidates(self, name: str) -> tuple[list[Any], Collection | None]:
+        """Values for an id-like parameter: from the focus first, else a matching collection's keys, else
+        values of same-named fields; the collection is returned when the values are its keys."""
+        stem, _ = _stem(name)
+        field_names = (f"{stem}_id", singular(name), name)
+        focused = self._from_focus(stem, field_names)
+        if focused:
+            return focused, None
+        collections = sorted(self.index.named(stem), key=lambda c: len(c.path))
+        if collections:
+            top = [c for c in collections if len(c.path) == len(collections[0].path)]
+            collection = self.rng.choice(top)
+            return list(collection.records), collection
+        values = [v for n in field_names for v in self.index.field_values.get(n, []) if isinstance(v, str)]
+        return values, None
+
+    def _pick_key(self, keys: list[Any], collection: Collection | None) -> Any:
+        """One key: a remembered record of this collection at ``revisit_rate``, else one the tool talks about
+        (``described_rate``), else any."""
+        rng = self.rng
+        if collection is not None:
+            remembered = [k for p, k in self.explorer.remembered if p == collection.path and k in collection.records]
+            if remembered and rng.random() < self.explorer.revisit_rate:
+                return rng.choice(remembered)
+            described = [k for k in keys if _mentioned(collection.records.get(k), self.words)]
+            if described and rng.random() < self.explorer.described_rate:
+                return rng.choice(described)
+        return rng.choice(keys)
+
+    def id_value(self, name: str) -> Any:
+        stem, modifier = _stem(name)
+        paired = self._paired(name)
+        if paired is not None and not isinstance(paired, list):
+            sibling = self._sibling(paired)
+            if sibling is not None:
+                return sibling
+        keys, collection = self._candidates(name)
+        if not keys:
+            return None
+        key = self._pick_key(keys, collection)
+        if collection is not None:
+            self._add_focus(collection, key)
+        return key
+
+    def _paired(self, name: str) -> Any:
+        """The value already chosen for the parameter ``name`` is a modified version of (``new_item_ids`` ->
+        ``item_ids``)."""
+        stem, modifier = _stem(name)
+        if not modifier:
+            return None
+        for other, value in self.chosen.items():
+            if _stem(other) == (stem, "") and value is not None:
+                return value
+        return None
+
+    def _sibling(self, value: Any) -> Any:
+        """Another key of a collection holding ``value`` as a key (a variant of the same product), one that
+        says it is available where records say so; ``value`` itself now and then."""
+        homes = self.index.key_home.get(value, []) if isinstance(value, str) else []
+        if not homes:
+            return None
+        home = self.rng.choice(homes)
+        keys = [k for k in home.records if k != value]
+        if not keys or self.rng.random() < 0.1:
+            return value
+        usable = [k for k in keys if _says_available(home.records.get(k))]
+        return self.rng.choice(usable or keys)
+
+    def list_value(self, param: Param, item: Any) -> list[Any]:
+        name = param.name
+        paired = self._paired(name)
+        if isinstance(paired, list):
+            return [self._sibling(v) or v for v in paired]
+        if _id_like(name) or self.index.named(_stem(name)[0]):
+            keys, collection = self._candidates(name)
+            if keys:
+                unique = list(dict.fromkeys(keys))
+                chosen = self.rng.sample(unique, min(len(unique), self.rng.randint(1, 3)))
+                if collection is not None:
+                    for key in chosen:
+                        self._add_focus(collection, key)
+                return chosen
+        single = Param(singular(name), item, param.description)
+        return [self.value(single) for _ in range(self.rng.randint(1, 2))]
+
+    def string(self, param: Param) -> Any:
+        name = param.name
+        if _id_like(name) or self.index.named(_stem(name)[0]):
+            value = self.id_value(name)
+            if value is not None:
+                return value
+        if _writes(self.spec) and self.rng.random() < 0.7:  # a write sets new values: another record's
+            seen = [v for v in self.index.field_values.get(name, []) if isinstance(v, str)]
+            if seen:
+                return self.rng.choice(seen)
+        found = self._from_focus(name, (name,))
+        if not found and not self.focus:
+            self._anchor()
+            found = self._from_focus(name, (name,))
+        if found:
+            return self.rng.choice(found)
+        quoted = [a or b for a, b in _QUOTED.findall(param.description)]
+        if len(quoted) >= 2:
+            return self.rng.choice(quoted)
+        seen = [v for v in self.index.field_values.get(name, []) if isinstance(v, str)]
+        if seen:
+            return self.rng.choice(seen)
+        return self.rng.choice(["weekly sync", "urgent", "note", "Main St", "standard", "n/a"])
+
+    def _anchor(self) -> None:
+        """Focus one record of the collection whose records hold most of the call's parameter names."""
+        names = set(self.params)
+        best, score = None, 0
+        for collection in self.index.collections:
+            if len(collection.path) != 1:
+                continue
+            sample = next(iter(collection.records.values()))
+            found = len({n for n in names if _deep_fields(sample, (n,))})
+            if found > score:
+                best, score = collection, found
+        if best is not None:
+            self._add_focus(best, self._pick_key(list(best.records), best))
+
+    def number(self, name: str, integer: bool) -> int | float:
+        seen = [v for v in self.index.field_values.get(name, []) if isinstance(v, (int, float))
+                and not isinstance(v, bool)]
+        if seen and self.rng.random() < 0.7:
+            value = self.rng.choice(seen)
+        else:
+            value = self.rng.choice([1, 2, 3, 5, 10, 20, 50, 100])
+        return int(value) if integer else round(float(value), 2)
+
+    def mapping(self, param: Param) -> dict[str, Any]:
+        keys, collection = self._candidates(param.name)
+        if keys:
+            return {str(self._pick_key(keys, collection)): self.rng.randint(1, 3)}
+        return {}
+
+    def spoil(self, value: Any) -> Any:
+        """A value that is not in the state: one character of an id changed (one item of a list)."""
+        if isinstance(value, list):
+            spoiled = list(value)
+            position = self.rng.randrange(len(spoiled))
+            spoiled[position] = self.spoil(spoiled[position])
+            return spoiled
+        text = str(value)
+        for _ in range(8):
+            digits = [i for i, c in enumerate(text) if c.isdigit()]
+            if digits:
+                i = self.rng.choice(digits)
+                candidate = text[:i] + str((int(text[i]) + self.rng.randint(1, 9)) % 10) + text[i + 1:]
+            else:
+                candidate = text + "_x"
+            if candidate not in self.index.key_home and candidate not in self.index.field_values.get("", []):
+                return candidate
+        return text + "_0000"
+
+
+def _writes(spec: ToolSpec) -> bool:
+    """Whether a tool may write: declared so and not named with a reading verb (``get_``, ``find_`` ...)."""
+    verb = (_WORD.findall(spec.name.lower()) or [""])[0]
+    return spec.write and verb not in READ_VERBS
+
+
+def _reference_fields(record: Any, depth: int = 0) -> list[tuple[str, Any]]:
+    """``(name, value)`` of ``*_id`` fields of a record (and its sub-dictionaries, not its collections)."""
+    found: list[tuple[str, Any]] = []
+    if not isinstance(record, dict) or depth > 2:
+        return found
+    for key, value in record.items():
+        if isinstance(key, str) and key.endswith("_id") and not isinstance(value, (dict, list)):
+            found.append((key, value))
+        elif isinstance(value, dict) and not all(isinstance(v, dict) for v in value.values()):
+            found += _reference_fields(value, depth + 1)
+    return found
+
+
+def _mentioned(record: Any, words: str) -> bool:
+    """Whether a record's top-level text values (``status: "pending"``) appear as words in ``words``."""
+    if not isinstance(record, dict):
+        return False
+    for value in record.values():
+        if isinstance(value, str) and 3 <= len(value) <= 30 and re.fullmatch(r"[a-z][a-z ]*", value.lower()):
+            if re.search(rf"\b{re.escape(value.lower())}\b", words):
+                return True
+    return False
+
+
+def _says_available(record: Any) -> bool:
+    """A record that says it can be used (``available: true`` / ``in_stock: true``)."""
+    return isinstance(record, dict) and any(record.get(k) is True for k in ("available", "in_stock", "active"))
+
+
+def is_user_environment(env_class: type[Environment]) -> bool:
+    """Whether ``env_class`` is explored with ``StateExplorer``: not a built-in and not a namespaced track
+    (``bfcl/...``, ``tau/...``, whose shipped files come from ``ExplorerPolicy`` / their own agents)."""
+    from envsim.envs.registry import registry
+
+    env_id = env_class.env_id()
+    entry = registry().get(env_id)
+    return "/" not in env_id and not (entry is not None and entry.builtin)
+
+
+def explorer_for(env_class: type[Environment], seed: int) -> Any:
+    """The explorer of ``env_class``: ``ExplorerPolicy`` for built-ins and tracks, ``StateExplorer`` otherwise."""
+    from envsim.construction.explorer import ExplorerPolicy
+
+    return StateExplorer(seed) if is_user_environment(env_class) else ExplorerPolicy(seed=seed)
