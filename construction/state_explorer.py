@@ -40,6 +40,7 @@ MODIFIERS = ("new_", "old_", "original_", "target_", "source_", "current_", "oth
 READ_VERBS = {"get", "find", "list", "search", "lookup", "look", "calculate", "compute", "think", "check", "view",
               "show", "read", "count", "query", "describe", "fetch", "transfer", "validate", "preview"}
 _WORD = re.compile(r"[a-z0-9]+")
+_RANGE = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:to|and|-|–)\s*(-?\d+(?:\.\d+)?)")
 _QUOTED = re.compile(r"'([^']{1,60})'|\"([^\"]{1,60})\"")
 MAX_DEPTH = 8
 
@@ -130,18 +131,18 @@ def _deep_fields(value: Any, names: tuple[str, ...], depth: int = 0) -> list[Any
     return found
 
 
-def _nested_keys(value: Any, stem: str, depth: int = 0) -> list[str]:
-    """Keys of collections named ``stem`` nested inside ``value`` (a user's ``payment_methods``)."""
-    keys: list[str] = []
+def _nested_records(value: Any, stem: str, depth: int = 0) -> dict[str, Any]:
+    """Records of collections named ``stem`` nested inside ``value`` (a user's ``payment_methods``)."""
+    found: dict[str, Any] = {}
     if depth > 3 or not isinstance(value, dict):
-        return keys
+        return found
     for key, item in value.items():
         if isinstance(item, dict) and item and all(isinstance(v, dict) for v in item.values()) \
                 and singular(str(key).lower()) == singular(stem):
-            keys += list(item)
+            found.update(item)
         elif isinstance(item, dict):
-            keys += _nested_keys(item, stem, depth + 1)
-    return keys
+            found.update(_nested_records(item, stem, depth + 1))
+    return found
 
 
 @dataclass
@@ -159,7 +160,7 @@ class StateExplorer:
     """Seeded policy for user environments: coherent, state-drawn calls with learnt tool weights (module docstring)."""
 
     def __init__(self, seed: int, miss_rate: float = 0.1, write_share: float = 0.75, optional_rate: float = 0.5,
-                 revisit_rate: float = 0.5, described_rate: float = 0.85) -> None:
+                 revisit_rate: float = 0.5, described_rate: float = 0.9) -> None:
         self.rng = random.Random(seed)
         self.miss_rate, self.write_share, self.optional_rate = miss_rate, write_share, optional_rate
         self.revisit_rate, self.described_rate = revisit_rate, described_rate
@@ -229,6 +230,7 @@ class _Call:
         self.focus: list[Any] = []
         self.words = " ".join(_WORD.findall((spec.name.replace("_", " ") + " " + (spec.method.__doc__ or "")).lower()))
         self.chosen: dict[str, Any] = {}
+        self._name = ""
 
     def draw(self) -> dict[str, Any]:
         names = [n for n, p in self.params.items() if p.required or self.rng.random() < self.explorer.optional_rate]
@@ -254,10 +256,23 @@ class _Call:
                 if home.name == singular(name[:-3].lower()) or name[:-3].lower() in home.name:
                     self._add_focus(home, value)
                     break
+        for name, value in record.items():  # and lists of keys named after a collection: a user's orders
+            if isinstance(value, list) and value and all(isinstance(v, str) for v in value[:20]):
+                for home in self.index.named(singular(str(name).lower()))[:1]:
+                    for key in value[:20]:
+                        if key in home.records:
+                            self._add_focus(home, key)
 
-    def _from_focus(self, stem: str, names: tuple[str, ...]) -> list[Any]:
-        for record in reversed(self.focus):
-            found = _nested_keys(record, stem) or _deep_fields(record, names)
+    def _from_focus(self, stem: str, names: tuple[str, ...], description: str = "") -> list[Any]:
+        """Values for ``stem`` from the focus: keys of a nested collection of that name (those whose records the
+        parameter's description mentions first), else same-named fields, the call's first records first."""
+        for record in self.focus:
+            nested = _nested_records(record, stem)
+            if nested:
+                described = [k for k, r in nested.items() if _mentioned(r, description)]
+                return described if described and self.rng.random() < self.explorer.described_rate else list(nested)
+        for record in self.focus:
+            found = _deep_fields(record, names)
             if found:
                 return found
         return []
@@ -284,12 +299,13 @@ class _Call:
             return self.mapping(param)
         return self.string(param)
 
-    def _candidates(self, name: str) -> tuple[list[Any], Collection | None]:
+    def _candidates(self, name: str) -> tuple[list[Any], Collection | None]:  # noqa: C901
         """Values for an id-like parameter: from the focus first, else a matching collection's keys, else
         values of same-named fields; the collection is returned when the values are its keys."""
         stem, _ = _stem(name)
         field_names = (f"{stem}_id", singular(name), name)
-        focused = self._from_focus(stem, field_names)
+        param = self.params.get(name)
+        focused = self._from_focus(stem, field_names, (param.description if param else "") + " " + self.words)
         if focused:
             return focused, None
         collections = sorted(self.index.named(stem), key=lambda c: len(c.path))
@@ -301,20 +317,26 @@ class _Call:
         return values, None
 
     def _pick_key(self, keys: list[Any], collection: Collection | None) -> Any:
-        """One key: a remembered record of this collection at ``revisit_rate``, else one the tool talks about
-        (``described_rate``), else any."""
+        """One key: preferably of a record the tool talks about (``described_rate``), a remembered one of those
+        at ``revisit_rate``; else any."""
         rng = self.rng
         if collection is not None:
-            remembered = [k for p, k in self.explorer.remembered if p == collection.path and k in collection.records]
+            described = [k for k in keys if _mentioned(collection.records.get(k), self.words)]
+            pool = described if described and rng.random() < self.explorer.described_rate else keys
+            chosen = set(pool)
+            remembered = [k for p, k in self.explorer.remembered if p == collection.path and k in chosen]
             if remembered and rng.random() < self.explorer.revisit_rate:
                 return rng.choice(remembered)
-            described = [k for k in keys if _mentioned(collection.records.get(k), self.words)]
-            if described and rng.random() < self.explorer.described_rate:
-                return rng.choice(described)
+            return rng.choice(pool)
+        if _writes(self.spec) and self.focus:  # a write sets a new value: not the one the record holds
+            current = set(_deep_fields(self.focus[0], (self._name,)))
+            other = [k for k in keys if k not in current]
+            if other and rng.random() < 0.6:
+                return rng.choice(other)
         return rng.choice(keys)
 
     def id_value(self, name: str) -> Any:
-        stem, modifier = _stem(name)
+        self._name = name
         paired = self._paired(name)
         if paired is not None and not isinstance(paired, list):
             sibling = self._sibling(paired)
@@ -347,7 +369,7 @@ class _Call:
             return None
         home = self.rng.choice(homes)
         keys = [k for k in home.records if k != value]
-        if not keys or self.rng.random() < 0.1:
+        if not keys or (self.rng.random() < 0.1 and _says_available(home.records.get(value))):
             return value
         usable = [k for k in keys if _says_available(home.records.get(k))]
         return self.rng.choice(usable or keys)
@@ -408,9 +430,16 @@ class _Call:
             self._add_focus(best, self._pick_key(list(best.records), best))
 
     def number(self, name: str, integer: bool) -> int | float:
+        """A number in the range the description gives (``between 1 and 500``, ``1 to 5``), else one the state
+        holds under the same field name, else a small round one."""
+        param = self.params.get(name)
+        bounds = _RANGE.search(param.description) if param else None
         seen = [v for v in self.index.field_values.get(name, []) if isinstance(v, (int, float))
                 and not isinstance(v, bool)]
-        if seen and self.rng.random() < 0.7:
+        if bounds and self.rng.random() < 0.85:
+            low, high = float(bounds.group(1)), float(bounds.group(2))
+            value: float = self.rng.randint(int(low), int(high)) if integer else self.rng.uniform(low, high)
+        elif seen and self.rng.random() < 0.7:
             value = self.rng.choice(seen)
         else:
             value = self.rng.choice([1, 2, 3, 5, 10, 20, 50, 100])
@@ -466,8 +495,9 @@ def _mentioned(record: Any, words: str) -> bool:
     if not isinstance(record, dict):
         return False
     for value in record.values():
-        if isinstance(value, str) and 3 <= len(value) <= 30 and re.fullmatch(r"[a-z][a-z ]*", value.lower()):
-            if re.search(rf"\b{re.escape(value.lower())}\b", words):
+        text = value.lower().replace("_", " ") if isinstance(value, str) else ""
+        if 3 <= len(text) <= 30 and re.fullmatch(r"[a-z][a-z ]*", text):
+            if re.search(rf"\b{re.escape(text)}\b", words.lower()):
                 return True
     return False
 
