@@ -196,8 +196,12 @@ class StateExplorer:
     def arguments_for(self, env_class: type[Environment], spec: ToolSpec, state: dict[str, Any]) -> dict[str, Any]:
         """Arguments of one call of ``spec`` drawn from ``state`` (required ones always, optional ones at
         ``optional_rate``), with one id spoiled at ``miss_rate``."""
+        return self.arguments_from(env_class, spec, StateIndex.of(state))
+
+    def arguments_from(self, env_class: type[Environment], spec: ToolSpec, index: StateIndex) -> dict[str, Any]:
+        """``arguments_for`` with an index already made (of this state, or one with the same keys)."""
         params = _params(env_class, spec)
-        call = _Call(self, StateIndex.of(state), spec, params)
+        call = _Call(self, index, spec, params)
         args = call.draw()
         spoilable = [n for n, p in params.items() if n in args and _id_like(n)
                      and (isinstance(args[n], str) or (isinstance(args[n], list) and args[n]))]
@@ -408,7 +412,7 @@ class _Call:
         if found:
             return self.rng.choice(found)
         quoted = [a or b for a, b in _QUOTED.findall(param.description)]
-        if len(quoted) >= 2:
+        if quoted and not _id_like(name):  # the description's own examples ('2 + 2', 'no longer needed')
             return self.rng.choice(quoted)
         seen = [v for v in self.index.field_values.get(name, []) if isinstance(v, str)]
         if seen:
