@@ -4,8 +4,9 @@ The pool is the train stream of ``construction.own_env`` (explorer episodes disj
 split's; calls on the shared initial states split by identity; ``exclude`` drops the ids of given test
 files exactly), sampled with the recipe's cells (one environment: the recipe's per-environment cap does not
 apply, and a cell the environment cannot fill is filled as far as it goes, counted in ``stats.json``).
-Large states (``construction.stored_states.STORE_MIN_CHARS``) are prompted with state views
-(``mdp-view``, prompt version 3) and stored once under ``<name>.records_states/`` beside the records file.
+States of ``VIEW_MIN_CHARS`` or more are prompted with state views (``mdp-view``, prompt version 3);
+large ones (``construction.stored_states.STORE_MIN_CHARS``) are also stored once under
+``<name>.records_states/`` beside the records file.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 STRATA = ("failure", "no_change", "simple", "medium", "difficult", "extreme")
+#: States at least this long (JSON characters, about 5,000 tokens) are prompted with views: a whole-state
+#: prompt would leave little of the SFT cutoff (8,192 tokens) for code, call and answer.
+VIEW_MIN_CHARS = 16_384
 
 
 def build_own_env_data(env_ids: Sequence[str], recipe: dict[str, Any], out_dir: Path, *,
@@ -48,7 +52,7 @@ def build_own_env_data(env_ids: Sequence[str], recipe: dict[str, Any], out_dir: 
     if not records:
         raise ValueError(f"no training samples: the pool of {len(pool)} records fills none of the recipe's cells")
     large = has_large_state(records)
-    if large:
+    if has_large_state(records, VIEW_MIN_CHARS):
         version = check_version(prompt_version or VIEW_PROMPT_VERSION)
         if int(version) < int(VIEW_PROMPT_VERSION):
             raise ValueError(f"states of {', '.join(env_ids)} are large: samples are prompted with state views "
@@ -61,6 +65,9 @@ def build_own_env_data(env_ids: Sequence[str], recipe: dict[str, Any], out_dir: 
                                      cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=tokenizer)
     dropped = set(tokens["dropped_ids"])
     kept = [r for r in records if r["id"] not in dropped]
+    if not kept:
+        raise ValueError(f"all {len(records)} samples exceed the SFT cutoff of {cutoff:,} tokens "
+                         f"(prompt mode {mode}); raise --cutoff")
     asked = sum(int(c["n"]) for c in recipe["cells"])
     stats = {"name": name, "envs": list(env_ids), "samples": len(kept), "asked": asked,
              "environments": len({r["env"] for r in kept}), "pool": len(pool), "excluded_test_ids": len(held_out),
