@@ -22,7 +22,8 @@ from envsim.construction.explorer import ExplorerPolicy
 from envsim.construction.rollout import rollout
 from envsim.delta import canonical_json
 from envsim.envs.registry import get_env
-from envsim.envs.source import env_version, tool_code
+from envsim.construction.labelling import record_code
+from envsim.envs.source import env_version
 
 STEP_FIELDS = ("action", "tool", "code", "observation", "patch", "delta_size", "outcome", "stratum", "arg_count")
 
@@ -44,10 +45,7 @@ def candidate_episodes(env_id: str, seed: int, episodes: int, max_length: int = 
         steps = []
         for t in rollout(cls, state, ExplorerPolicy(seed=base * 100_003 + episode), max_length):
             if t.tool not in codes:
-                try:
-                    codes[t.tool] = tool_code(cls, t.tool)
-                except KeyError:
-                    codes[t.tool] = f"# tool {t.tool!r} does not exist in {cls.__name__}\n"
+                codes[t.tool] = record_code(cls, t.tool)
             steps.append({"action": t.action.to_json(), "tool": t.tool, "code": codes[t.tool],
                           "observation": t.observation,
                           "patch": t.patch, "delta_size": t.delta_size, "outcome": t.outcome, "stratum": t.stratum,

@@ -38,5 +38,9 @@ def write_with_stats(records: Sequence[dict[str, Any]], out: Path, stats: dict[s
     stats_json, stats_md_path = out.with_suffix(".stats.json"), out.with_suffix(".stats.md")
     stats_json.write_text(json.dumps(stats, indent=2) + "\n")
     stats_md_path.write_text(stats_md)
+    if stats.get("views"):  # records whose views construction verified: counts and widenings on the console
+        from envsim.construction.stats import view_line
+
+        lines = [*lines, view_line(stats["views"])]
     return ConstructSummary(kind=kind, out=out, written=len(records), pool=pool, stats=stats, stats_json=stats_json,
                             stats_md=stats_md_path, lines=tuple(lines), extra_paths=extra)

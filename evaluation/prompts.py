@@ -157,12 +157,14 @@ def build_messages(record: dict[str, Any], mode: str = "mdp", *, class_source: s
 
 
 def record_view(record: dict[str, Any], tool_schema: dict[str, Any] | None = None) -> Any:
-    """The state view (``envsim.envs.views.View``) of a record's call: from its state, action, code and schema."""
+    """The state view (``envsim.envs.views.View``) of a record's call: from its state, action, code and schema,
+    widened as construction's verification stored on the record (``view``), so it is the verified view."""
     from envsim.envs.views import compute_view
+    from envsim.envs.views.verify import record_widening
 
     action = record["action"]
     return compute_view(record["state"], action["name"], action.get("arguments") or {}, record.get("code") or "",
-                        tool_schema)
+                        tool_schema, widening=record_widening(record))
 
 
 def target_answer(record: dict[str, Any], version: str = PROMPT_VERSION) -> str:

@@ -60,7 +60,7 @@ class EnvSpec:
         for name in env_class.tool_specs():
             try:
                 code[name] = tool_code(env_class, name)
-            except (KeyError, OSError, TypeError):
+            except (KeyError, LookupError, OSError, TypeError):  # LookupError: ToolSourceNotFound
                 code[name] = ""
         try:
             source = class_source(env_class)

@@ -52,6 +52,8 @@ class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMix
         self._pairs: dict[str, str] = {}  # value variable -> key variable of a ``for k, v in d.items()``
         self.written: dict[Path, list] = {}  # state path -> abstract values the call may have written there
         self._derefs: set = set()
+        self.handles = self._model_handles()
+        self.needs.whole_records = bool(self.handles)
 
     # -- set-up -------------------------------------------------------------------------------------
     def _collect(self, body: list[ast.stmt]) -> None:
@@ -65,6 +67,22 @@ class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMix
                     self.constants[stmt.targets[0].id] = ast.literal_eval(stmt.value)
                 except (ValueError, SyntaxError, TypeError):
                     pass
+
+    def _model_handles(self) -> set[str]:
+        """Attributes of ``self`` that stand for the whole state as an object model: ``db`` in ``self.db.orders``
+        when ``orders`` is a top-level key of the state and ``db`` is not (the wrapper rebuilds ``self.db`` from
+        the dump)."""
+        if not isinstance(self.state, dict):
+            return set()
+        found: set[str] = set()
+        for fn in self.functions.values():
+            for sub in ast.walk(fn):
+                inner = sub.value if isinstance(sub, ast.Attribute) else None
+                if (isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name)
+                        and inner.value.id in self.root_names and inner.attr not in self.state
+                        and inner.attr not in self.functions and sub.attr in self.state):
+                    found.add(inner.attr)
+        return found
 
     def entry(self, tool_name: str) -> ast.FunctionDef | None:
         """The function the call runs: ``invoke`` (τ-bench), the tool's own name, or the first one."""

@@ -12,6 +12,10 @@ from envsim.envs.views.values import (
 )
 
 
+#: Attribute names of dicts and lists: ``orders.get`` is a method, never a field of a record.
+_CONTAINER_METHODS = frozenset(dir(dict)) | frozenset(dir(list))
+
+
 class ExpressionsMixin:
     """Evaluating expressions for :class:`~envsim.envs.views.analysis.ReadAnalyzer`."""
 
@@ -42,7 +46,13 @@ class ExpressionsMixin:
             base = self.eval(node.value, env)
             if (isinstance(node.value, ast.Name) and node.value.id in self.root_names and isinstance(base, Node)
                     and base.paths == frozenset({()})):
+                if node.attr in self.handles:  # ``self.db``: the object model rebuilt from the whole state
+                    return base
+                if node.attr.startswith("_") and not (isinstance(self.state, dict) and node.attr in self.state):
+                    return UNKNOWN  # a private attribute is never state (a toolkit object, a cache)
                 return self.subscript(base, Known((node.attr,)))
+            if isinstance(base, Node) and base.paths and node.attr not in _CONTAINER_METHODS:
+                return self.subscript(base, Known((node.attr,)))  # a field of the dumped model: ``order.status``
             return UNKNOWN
         if isinstance(node, ast.Subscript):
             return self.subscript(self.eval(node.value, env), self._index_value(node.slice, env))

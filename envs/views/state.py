@@ -75,6 +75,19 @@ class StateAccessMixin:
         elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
               and target.value.id in self.root_names):
             self.write(self.eval(target.value, env), Known((target.attr,)), value)
+        elif isinstance(target, ast.Attribute):  # ``order.status = ...`` on a record of the dumped model
+            base = self.eval(target.value, env)
+            if isinstance(base, Node):
+                self.needs.reach.update(base.paths)
+                self.write(base, Known((target.attr,)), value)
+
+    def _reached_key(self, path: Path, value: Any) -> None:
+        """A key the code looks up is present in the view even when its value is not read (``products =
+        data["products"]`` on a path that returns early): a dict as a container (maybe empty), a scalar whole."""
+        if isinstance(value, dict):
+            self.needs.reach.add(path)
+        elif not isinstance(value, list):
+            self.needs.full.add(path)
 
     def children(self, node: Node) -> Node:
         """All children of the containers at ``node`` (their key sets are needed)."""
@@ -109,6 +122,7 @@ class StateAccessMixin:
                     if isinstance(container, dict):
                         if isinstance(k, (str, int, float, bool)) and k in container:
                             out.add(p + (k,))
+                            self._reached_key(p + (k,), container[k])
                         elif isinstance(k, (str, int, float, bool)) or k is None:
                             self.needs.absent.add((p, k))
                     elif isinstance(container, list):

@@ -206,6 +206,9 @@ class StatementsMixin:
                   and node.args and isinstance(node.args[0], ast.Constant)):
                 fields.append(node.args[0].value)
                 node = node.func.value
+            elif isinstance(node, ast.Attribute):  # ``user.email``: a field of the dumped model
+                fields.append(node.attr)
+                node = node.value
             else:
                 break
         if isinstance(node, ast.Name) and fields:

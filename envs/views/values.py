@@ -89,6 +89,8 @@ class ReadNeeds:
     reach: set = field(default_factory=set)       # containers written to: present in the view, maybe empty
     scan_fields: set = field(default_factory=set)  # (collection, field) a scan tests on each record it visits
     widened: list = field(default_factory=list)   # reasons the analysis had to widen
+    whole_records: bool = False  # the code reaches the state through an object model (``self.db.orders``):
+    # records are rebuilt whole from the dump, so every record shown is shown whole and every top-level key is there
 
     def add_filter(self, note: FilterNote) -> None:
         """Record ``note``, merging with an equal filter seen before."""
