@@ -19,6 +19,7 @@ For each environment, seeded explorer episodes (``construction.state_explorer``)
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -135,6 +136,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=None, help="roll out until this many calls (e.g. 1000)")
     parser.add_argument("--envs", default="shop,tau", help="comma-separated: shop, tau")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # each environment's figures as soon as they are measured
     for name in args.envs.split(","):
         target = TARGETS[name.strip()]
         try:

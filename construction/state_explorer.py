@@ -234,7 +234,7 @@ class _Call:
         self.focus: list[Any] = []
         self.words = " ".join(_WORD.findall((spec.name.replace("_", " ") + " " + (spec.method.__doc__ or "")).lower()))
         self.chosen: dict[str, Any] = {}
-        self._name = ""
+        self._name = ""          # the id parameter being drawn (a write avoids the value its record holds)
 
     def draw(self) -> dict[str, Any]:
         names = [n for n, p in self.params.items() if p.required or self.rng.random() < self.explorer.optional_rate]
@@ -303,7 +303,7 @@ class _Call:
             return self.mapping(param)
         return self.string(param)
 
-    def _candidates(self, name: str) -> tuple[list[Any], Collection | None]:  # noqa: C901
+    def _candidates(self, name: str) -> tuple[list[Any], Collection | None]:
         """Values for an id-like parameter: from the focus first, else a matching collection's keys, else
         values of same-named fields; the collection is returned when the values are its keys."""
         stem, _ = _stem(name)
