@@ -115,6 +115,11 @@ def report(name: str, target: str, records: list[dict[str, Any]], seconds: float
     print(f"explorer: {changed}/{len(records)} calls change the state ({changed / max(1, len(records)):.0%}); "
           f"strata {dict((s, strata[s]) for s in STRATA)}; reached up to difficult: "
           f"{'all' if len(reached) == 5 else 'missing ' + ', '.join(s for s in STRATA[:5] if not strata[s])}")
+    errors = sum(isinstance(r["observation"], str) and r["observation"].startswith("Error") for r in records
+                 if r["outcome"] == "no_change")
+    if errors:  # a class that reports errors as strings: its failures are labelled no-change (DESIGN's outcome rule)
+        print(f"note: {errors} no-change calls returned an error string ('Error: ...'); raise an exception in the "
+              "wrapper (or register the prefix in envsim.records.STRING_ERROR_PREFIXES) to label them failures")
     if views["checked"]:
         print(f"views verified: {views['verified']}/{views['checked']} "
               f"({views['verified'] / views['checked']:.1%}); widened per tool: "
