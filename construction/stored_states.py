@@ -138,10 +138,12 @@ def stores_states(records: Iterable[dict[str, Any]]) -> bool:
 
 
 def materialise(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Self-contained records: every referenced field filled in (for exports in other layouts)."""
+    """Self-contained records: every referenced field filled in and the references dropped (for exports in
+    other layouts)."""
     from envsim.benchmark.state_store import StoredRecord
 
-    return [r.materialised() if isinstance(r, StoredRecord) else r for r in records]
+    return [{k: v for k, v in r.materialised().items() if k not in ("state_ref", "tools_ref")}
+            if isinstance(r, StoredRecord) else r for r in records]
 
 
 def copy_blobs(records: Sequence[dict[str, Any]], out: Path) -> int:

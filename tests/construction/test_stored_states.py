@@ -69,3 +69,36 @@ def test_large_states_are_stored_once_and_resolve_exactly(tmp_path):
         assert materialise([stored])[0]["state"] == original["state"]
     written = sum(len(json.dumps(r)) for r in rows[:len(big)]) + sum(p.stat().st_size for p in blobs)
     assert written < sum(len(json.dumps(r)) for r in big) / 10
+
+
+def test_export_writes_whole_states_to_the_original_layout_and_copies_blobs_for_jsonl(tmp_path):
+    from click.testing import CliRunner
+
+    from envsim.benchmark import load
+    from envsim.cli import main
+    from envsim.construction.construct_outputs import write_with_stats
+    from envsim.construction.labelling import to_record
+    from envsim.construction.rollout import seeded_rollouts
+    from envsim.envs.registry import get_env
+
+    env = get_env("online_store-v1")
+    records = [to_record(t, env, "test") for t in seeded_rollouts(env, 0, 1, 4)]
+    out = tmp_path / "pool.jsonl"
+    write_with_stats(records, out, {"by_stratum": {}}, "", kind="records", pool=None, lines=())
+    assert not (tmp_path / "pool_states").exists()          # small states: inline, as before
+    rows = store_large_states(records, state_folder(out), min_chars=10)   # as a production-size state would be
+    from envsim.construction.pipeline import write_jsonl
+
+    write_jsonl(rows, out)
+    assert all(has_refs(r) for r in rows)
+    original = tmp_path / "export" / "original.json"
+    result = CliRunner().invoke(main, ["export", "--benchmark", str(out), "--format", "envsimbench",
+                                       "--out", str(original)])
+    assert result.exit_code == 0, result.output
+    exported = json.loads(original.read_text())
+    assert [s["step_detail"]["config_before"] for s in exported] == [r["state"] for r in records]
+    assert "state_ref" not in original.read_text()
+    copy = tmp_path / "export" / "copy.jsonl"
+    result = CliRunner().invoke(main, ["export", "--benchmark", str(out), "--format", "envsim", "--out", str(copy)])
+    assert result.exit_code == 0, result.output
+    assert [r["next_state"] for r in load(str(copy))] == [r["next_state"] for r in records]
