@@ -33,116 +33,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
 from envsim.construction.explorer import singular
+from envsim.construction.state_index import (Collection, StateIndex, deep_fields, id_like, mentioned,
+                                                 nested_records, param_stem, reference_fields, says_available)
 from envsim.envs.base import Environment, ToolSpec
 from envsim.records import Action
 
-MODIFIERS = ("new_", "old_", "original_", "target_", "source_", "current_", "other_", "from_", "to_")
 READ_VERBS = {"get", "find", "list", "search", "lookup", "look", "calculate", "compute", "think", "check", "view",
               "show", "read", "count", "query", "describe", "fetch", "transfer", "validate", "preview"}
 _WORD = re.compile(r"[a-z0-9]+")
 _RANGE = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:to|and|-|–)\s*(-?\d+(?:\.\d+)?)")
 _QUOTED = re.compile(r"'([^']{1,60})'|\"([^\"]{1,60})\"")
-MAX_DEPTH = 8
-
-
-def _stem(param: str) -> tuple[str, str]:
-    """``new_item_ids`` -> (``item``, ``new_``): the thing a parameter names, and its modifier."""
-    name = param.lower()
-    modifier = next((m for m in MODIFIERS if name.startswith(m) and len(name) > len(m) + 1), "")
-    name = name[len(modifier):]
-    return re.sub(r"_?ids?$", "", name) or name, modifier
-
-
-def _id_like(param: str) -> bool:
-    lowered = param.lower()
-    return bool(re.search(r"(^|_)ids?$", lowered)) or lowered in ("sku", "code", "key", "username", "email")
-
-
-@dataclass
-class Collection:
-    """A dictionary of records somewhere in the state (``path`` from the root)."""
-
-    path: tuple[str, ...]
-    records: dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return singular(self.path[-1].lower()) if self.path else ""
-
-
-@dataclass
-class StateIndex:
-    """What a state holds, found in one walk: its collections, where each key lives, values per field name."""
-
-    collections: list[Collection] = field(default_factory=list)
-    by_name: dict[str, list[Collection]] = field(default_factory=dict)
-    key_home: dict[str, list[Collection]] = field(default_factory=dict)
-    field_values: dict[str, list[Any]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, state: dict[str, Any]) -> "StateIndex":
-        """Index ``state`` (collections, key -> collections holding it, scalar values per field name)."""
-        index = cls()
-
-        def walk(value: Any, path: tuple[str, ...], name: str, depth: int) -> None:
-            if depth > MAX_DEPTH:
-                return
-            if isinstance(value, dict):
-                if value and path and all(isinstance(v, dict) for v in value.values()):
-                    collection = Collection(path, value)
-                    index.collections.append(collection)
-                    index.by_name.setdefault(collection.name, []).append(collection)
-                    for key in value:
-                        index.key_home.setdefault(key, []).append(collection)
-                for key, item in value.items():
-                    walk(item, (*path, str(key)), str(key), depth + 1)
-            elif isinstance(value, list):
-                for position, item in enumerate(value[:200]):
-                    walk(item, (*path, str(position)), name, depth + 1)
-            elif name:
-                index.field_values.setdefault(name, []).append(value)
-
-        walk(state, (), "", 0)
-        return index
-
-    def named(self, stem: str) -> list[Collection]:
-        """Collections whose (singular) name is ``stem``; failing that, names containing it or contained in it."""
-        exact = self.by_name.get(singular(stem), []) + (self.by_name.get(stem, []) if singular(stem) != stem else [])
-        if exact:
-            return exact
-        return [c for name, found in self.by_name.items() for c in found
-                if name and len(stem) > 2 and (stem in name or name in stem)]
-
-
-def _deep_fields(value: Any, names: tuple[str, ...], depth: int = 0) -> list[Any]:
-    """Scalar values of fields called one of ``names`` anywhere inside ``value``."""
-    found: list[Any] = []
-    if depth > MAX_DEPTH:
-        return found
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key in names and not isinstance(item, (dict, list)):
-                found.append(item)
-            elif isinstance(item, (dict, list)):
-                found += _deep_fields(item, names, depth + 1)
-    elif isinstance(value, list):
-        for item in value:
-            found += _deep_fields(item, names, depth + 1)
-    return found
-
-
-def _nested_records(value: Any, stem: str, depth: int = 0) -> dict[str, Any]:
-    """Records of collections named ``stem`` nested inside ``value`` (a user's ``payment_methods``)."""
-    found: dict[str, Any] = {}
-    if depth > 3 or not isinstance(value, dict):
-        return found
-    for key, item in value.items():
-        if isinstance(item, dict) and item and all(isinstance(v, dict) for v in item.values()) \
-                and singular(str(key).lower()) == singular(stem):
-            found.update(item)
-        elif isinstance(item, dict):
-            found.update(_nested_records(item, stem, depth + 1))
-    return found
 
 
 @dataclass
@@ -185,7 +85,7 @@ class StateExplorer:
         return action
 
     def _choose_tool(self, specs: list[ToolSpec]) -> ToolSpec:
-        writes = [s for s in specs if _writes(s)]
+        writes = [s for s in specs if may_write(s)]
         if writes and self.rng.random() < self.write_share:
             weights = [(self.changes.get(s.name, [0, 0])[1] + 1) / (self.changes.get(s.name, [0, 0])[0] + 2)
                        for s in writes]
@@ -203,7 +103,7 @@ class StateExplorer:
         params = _params(env_class, spec)
         call = _Call(self, index, spec, params)
         args = call.draw()
-        spoilable = [n for n, p in params.items() if n in args and _id_like(n)
+        spoilable = [n for n, p in params.items() if n in args and id_like(n)
                      and (isinstance(args[n], str) or (isinstance(args[n], list) and args[n]))]
         if spoilable and self.rng.random() < self.miss_rate:
             name = self.rng.choice(spoilable)
@@ -238,7 +138,8 @@ class _Call:
 
     def draw(self) -> dict[str, Any]:
         names = [n for n, p in self.params.items() if p.required or self.rng.random() < self.explorer.optional_rate]
-        ordered = sorted(names, key=lambda n: (not _id_like(n), _stem(n)[1] != "", not self.index.named(_stem(n)[0])))
+        ordered = sorted(names, key=lambda n: (not id_like(n), param_stem(n)[1] != "",
+                                               not self.index.named(param_stem(n)[0])))
         for name in ordered:
             self.chosen[name] = self.value(self.params[name])
         return {n: self.chosen[n] for n in names}
@@ -253,7 +154,7 @@ class _Call:
         if (collection.path, key) not in memory:
             memory.append((collection.path, key))
             del memory[:-12]
-        for name, value in _reference_fields(record):  # follow references: an order's user_id brings its user
+        for name, value in reference_fields(record):  # follow references: an order's user_id brings its user
             if not isinstance(value, str):
                 continue
             for home in self.index.key_home.get(value, []):
@@ -271,12 +172,12 @@ class _Call:
         """Values for ``stem`` from the focus: keys of a nested collection of that name (those whose records the
         parameter's description mentions first), else same-named fields, the call's first records first."""
         for record in self.focus:
-            nested = _nested_records(record, stem)
+            nested = nested_records(record, stem)
             if nested:
-                described = [k for k, r in nested.items() if _mentioned(r, description)]
+                described = [k for k, r in nested.items() if mentioned(r, description)]
                 return described if described and self.rng.random() < self.explorer.described_rate else list(nested)
         for record in self.focus:
-            found = _deep_fields(record, names)
+            found = deep_fields(record, names)
             if found:
                 return found
         return []
@@ -306,7 +207,7 @@ class _Call:
     def _candidates(self, name: str) -> tuple[list[Any], Collection | None]:
         """Values for an id-like parameter: from the focus first, else a matching collection's keys, else
         values of same-named fields; the collection is returned when the values are its keys."""
-        stem, _ = _stem(name)
+        stem, _ = param_stem(name)
         field_names = (f"{stem}_id", singular(name), name)
         param = self.params.get(name)
         focused = self._from_focus(stem, field_names, (param.description if param else "") + " " + self.words)
@@ -325,15 +226,15 @@ class _Call:
         at ``revisit_rate``; else any."""
         rng = self.rng
         if collection is not None:
-            described = [k for k in keys if _mentioned(collection.records.get(k), self.words)]
+            described = [k for k in keys if mentioned(collection.records.get(k), self.words)]
             pool = described if described and rng.random() < self.explorer.described_rate else keys
             chosen = set(pool)
             remembered = [k for p, k in self.explorer.remembered if p == collection.path and k in chosen]
             if remembered and rng.random() < self.explorer.revisit_rate:
                 return rng.choice(remembered)
             return rng.choice(pool)
-        if _writes(self.spec) and self.focus:  # a write sets a new value: not the one the record holds
-            current = set(_deep_fields(self.focus[0], (self._name,)))
+        if may_write(self.spec) and self.focus:  # a write sets a new value: not the one the record holds
+            current = set(deep_fields(self.focus[0], (self._name,)))
             other = [k for k in keys if k not in current]
             if other and rng.random() < 0.6:
                 return rng.choice(other)
@@ -357,11 +258,11 @@ class _Call:
     def _paired(self, name: str) -> Any:
         """The value already chosen for the parameter ``name`` is a modified version of (``new_item_ids`` ->
         ``item_ids``)."""
-        stem, modifier = _stem(name)
+        stem, modifier = param_stem(name)
         if not modifier:
             return None
         for other, value in self.chosen.items():
-            if _stem(other) == (stem, "") and value is not None:
+            if param_stem(other) == (stem, "") and value is not None:
                 return value
         return None
 
@@ -373,9 +274,9 @@ class _Call:
             return None
         home = self.rng.choice(homes)
         keys = [k for k in home.records if k != value]
-        if not keys or (self.rng.random() < 0.1 and _says_available(home.records.get(value))):
+        if not keys or (self.rng.random() < 0.1 and says_available(home.records.get(value))):
             return value
-        usable = [k for k in keys if _says_available(home.records.get(k))]
+        usable = [k for k in keys if says_available(home.records.get(k))]
         return self.rng.choice(usable or keys)
 
     def list_value(self, param: Param, item: Any) -> list[Any]:
@@ -383,7 +284,7 @@ class _Call:
         paired = self._paired(name)
         if isinstance(paired, list):
             return [self._sibling(v) or v for v in paired]
-        if _id_like(name) or self.index.named(_stem(name)[0]):
+        if id_like(name) or self.index.named(param_stem(name)[0]):
             keys, collection = self._candidates(name)
             if keys:
                 unique = list(dict.fromkeys(keys))
@@ -397,11 +298,11 @@ class _Call:
 
     def string(self, param: Param) -> Any:
         name = param.name
-        if _id_like(name) or self.index.named(_stem(name)[0]):
+        if id_like(name) or self.index.named(param_stem(name)[0]):
             value = self.id_value(name)
             if value is not None:
                 return value
-        if _writes(self.spec) and self.rng.random() < 0.7:  # a write sets new values: another record's
+        if may_write(self.spec) and self.rng.random() < 0.7:  # a write sets new values: another record's
             seen = [v for v in self.index.field_values.get(name, []) if isinstance(v, str)]
             if seen:
                 return self.rng.choice(seen)
@@ -412,7 +313,7 @@ class _Call:
         if found:
             return self.rng.choice(found)
         quoted = [a or b for a, b in _QUOTED.findall(param.description)]
-        if quoted and not _id_like(name):  # the description's own examples ('2 + 2', 'no longer needed')
+        if quoted and not id_like(name):  # the description's own examples ('2 + 2', 'no longer needed')
             return self.rng.choice(quoted)
         seen = [v for v in self.index.field_values.get(name, []) if isinstance(v, str)]
         if seen:
@@ -427,7 +328,7 @@ class _Call:
             if len(collection.path) != 1:
                 continue
             sample = next(iter(collection.records.values()))
-            found = len({n for n in names if _deep_fields(sample, (n,))})
+            found = len({n for n in names if deep_fields(sample, (n,))})
             if found > score:
                 best, score = collection, found
         if best is not None:
@@ -475,40 +376,10 @@ class _Call:
         return text + "_0000"
 
 
-def _writes(spec: ToolSpec) -> bool:
+def may_write(spec: ToolSpec) -> bool:
     """Whether a tool may write: declared so and not named with a reading verb (``get_``, ``find_`` ...)."""
     verb = (_WORD.findall(spec.name.lower()) or [""])[0]
     return spec.write and verb not in READ_VERBS
-
-
-def _reference_fields(record: Any, depth: int = 0) -> list[tuple[str, Any]]:
-    """``(name, value)`` of ``*_id`` fields of a record (and its sub-dictionaries, not its collections)."""
-    found: list[tuple[str, Any]] = []
-    if not isinstance(record, dict) or depth > 2:
-        return found
-    for key, value in record.items():
-        if isinstance(key, str) and key.endswith("_id") and not isinstance(value, (dict, list)):
-            found.append((key, value))
-        elif isinstance(value, dict) and not all(isinstance(v, dict) for v in value.values()):
-            found += _reference_fields(value, depth + 1)
-    return found
-
-
-def _mentioned(record: Any, words: str) -> bool:
-    """Whether a record's top-level text values (``status: "pending"``) appear as words in ``words``."""
-    if not isinstance(record, dict):
-        return False
-    for value in record.values():
-        text = value.lower().replace("_", " ") if isinstance(value, str) else ""
-        if 3 <= len(text) <= 30 and re.fullmatch(r"[a-z][a-z ]*", text):
-            if re.search(rf"\b{re.escape(text)}\b", words.lower()):
-                return True
-    return False
-
-
-def _says_available(record: Any) -> bool:
-    """A record that says it can be used (``available: true`` / ``in_stock: true``)."""
-    return isinstance(record, dict) and any(record.get(k) is True for k in ("available", "in_stock", "active"))
 
 
 def is_user_environment(env_class: type[Environment]) -> bool:

@@ -5,8 +5,9 @@ read (527 of the 843 calls of the shipped τ test track are no-change reads). On
 the generic explorer (``construction.state_explorer``) adds ``READS_PER_STATE`` calls of reading tools
 (look-ups weighted ``LOOKUP_WEIGHT`` to one against ``think`` and the like) and,
 at ``FAILURE_RATE``, one call of any tool with one id that does not exist; its memory starts with the
-task's own records (the order and user the task works on), so the reads are those an agent doing the task
-would make. Argument values come from an index of the initial database (ids never disappear in τ-bench);
+task's own records (the order and user the task works on), so id look-ups (``get_order_details``,
+``get_user_details``) revisit them at the explorer's ``revisit_rate`` (other values come from the whole
+database). Argument values come from an index of the initial database (ids never disappear in τ-bench);
 every call is labelled on the task's current state. Deterministic in the seed.
 """
 
@@ -15,7 +16,8 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
-from envsim.construction.state_explorer import StateExplorer, StateIndex, _stem, _writes
+from envsim.construction.state_explorer import StateExplorer, may_write
+from envsim.construction.state_index import StateIndex, param_stem
 from envsim.envs.base import Environment
 from envsim.records import Action
 
@@ -43,7 +45,7 @@ class TrainStateCalls:
         explorer = StateExplorer(seed=hash_seed(self.seed, env_id, task_index, step), miss_rate=0.0)
         explorer.remembered = task_records(index, actions)
         specs = list(env_class.tool_specs().values())
-        reads = [s for s in specs if not _writes(s)]
+        reads = [s for s in specs if not may_write(s)]
         weights = [LOOKUP_WEIGHT if looks_up(s, index) else 1 for s in reads]
         calls = [Action(spec.name, explorer.arguments_from(env_class, spec, index))
                  for spec in (explorer.rng.choices(reads, weights)[0] for _ in range(self.reads if reads else 0))]
@@ -57,7 +59,7 @@ class TrainStateCalls:
 def looks_up(spec: Any, index: StateIndex) -> bool:
     """Whether a tool has a parameter that names a collection (``order_id``) or a field of the state (``email``)."""
     names = list(spec.signature.parameters)
-    return any(index.named(_stem(n)[0]) or n in index.field_values for n in names)
+    return any(index.named(param_stem(n)[0]) or n in index.field_values for n in names)
 
 
 def hash_seed(seed: int, env_id: str, task_index: int, step: int) -> int:
@@ -72,7 +74,7 @@ def task_records(index: StateIndex, actions: Sequence[Action]) -> list[tuple[tup
         for name, value in action.arguments.items():
             if not isinstance(value, str):
                 continue
-            for collection in index.named(_stem(name)[0]):
+            for collection in index.named(param_stem(name)[0]):
                 if len(collection.path) == 1 and value in collection.records \
                         and (collection.path, value) not in remembered:
                     remembered.append((collection.path, value))

@@ -13,7 +13,8 @@ from envsim.benchmark.state_store import has_refs, resolve, state_folder
 from envsim.construction.stored_states import materialise, state_patch, store_large_states
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=4),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=3), inner, max_size=3),
                      max_leaves=12)
 
 
