@@ -45,17 +45,28 @@ train.add_command(rl_cmd)
               help="Samples over the cutoff: drop them (counted in stats.json) or refuse to write the data.")
 @click.option("--tokenizer", "tokenizer_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="Local model directory whose tokenizer counts tokens (default: Qwen's BPE, offline).")
+@click.option("--env", "envs", multiple=True, metavar="MODULE:CLASS",
+              help="Your own environment (repeatable): explorer episodes disjoint from its test split's, large "
+                   "states prompted with views (prompt version 3); see docs/own-environment.md.")
+@click.option("--exclude", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="With --env: a test file (envsim construct --split test --env ...) whose record ids never reach "
+                   "the training data.")
 @tau_path_option
 def data_cmd(recipe: str, out: Path, rationales: bool, workers: int, version: str, prompt_version: str | None,
-             cutoff: int, over_cutoff: str, tokenizer_dir: str | None, track: str | None = None) -> None:
+             cutoff: int, over_cutoff: str, tokenizer_dir: str | None, track: str | None = None,
+             envs: tuple[str, ...] = (), exclude: tuple[Path, ...] = ()) -> None:
     """Write chat-format SFT data from training-split environments only; nothing over the cutoff is truncated."""
     from envsim.training.api import train_data
     from envsim.training.errors import TrainDataStopped
 
+    if envs and (track or rationales):
+        raise click.UsageError("--env cannot be combined with --track or --rationales")
+    if exclude and not envs:
+        raise click.UsageError("--exclude needs --env")
     try:
         data = train_data(out, recipe=recipe, rationales=rationales, workers=workers, version=version,
                           prompt_version=prompt_version, cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=tokenizer_dir,
-                          track=track)
+                          track=track, envs=envs, exclude=exclude)
     except TrainDataStopped as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(data.stats, indent=2))

@@ -143,7 +143,13 @@ def test_train_data_tau_track_writes_view_samples_without_any_test_task_call(tmp
     call_lines = [s["messages"][1]["content"].rsplit("\n\n", 1)[-1] for s in samples]
     assert not [line for line in call_lines if line in calls]
     train = {"Call:\n" + action_text(a.to_json(), "3") for t in task_actions("retail", "train") for a in t}
-    assert all(line in train for line in call_lines)  # the check reads the call lines it means to read
+    from_tasks = [line for line, r in zip(call_lines, records) if r["source"].startswith("task:")]
+    assert len(from_tasks) == 756 and all(line in train for line in from_tasks)  # the check reads the lines it means to
+    # the explorer's calls on the train tasks' states: reads and failures, none changes the state
+    explored = [r for r in records if r["source"].startswith("explorer:train:")]
+    assert explored and all(r["outcome"] != "change" for r in explored)
+    outcomes = stats["by_outcome"]  # close to the τ test track's mix (64 failure, 527 no-change, 252 change of 843)
+    assert outcomes["no_change"] / stats["samples"] > 0.5 and 0.03 < outcomes["failure"] / stats["samples"] < 0.12
     assert all("State view" in s["messages"][1]["content"] for s in samples)
     first = records[0]
     assert canonical_json(jsonpatch.apply_patch(first["state"], first["patch"])) == canonical_json(first["next_state"])
