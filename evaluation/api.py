@@ -62,7 +62,6 @@ def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tie
 
         if options.ids is not None:
             raise InvalidOption("--ids", "an id list selects samples of one split; give --split or one --tier")
-
         return run_tiers(plan, options)
     check_requirements(tiers_of_split(benchmark, options.split), options)
     return run_split(options)

@@ -80,7 +80,8 @@ def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) 
     return options.runs_root / slug(
         f"{options.model}-{bench_name}-{options.split}-{options.prompt_mode}"
         + (f"-p{prompt_version}" if prompt_version != default_prompt_version(options.benchmark, options.prompt_mode) else "")
-        + (f"-{Path(options.ids).stem}" if options.ids else "") + (f"-n{options.limit}" if options.limit else "") + ("-rollout" if options.track == "rollout" else ""))
+        + (f"-{Path(options.ids).stem}" if options.ids else "") + (f"-n{options.limit}" if options.limit else "")
+        + ("-rollout" if options.track == "rollout" else ""))
 
 
 def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSummary:

@@ -75,3 +75,11 @@ def test_cli_reports_a_wrong_wheel_as_an_error_not_a_model(tmp_path):
     assert result.exit_code == 1
     assert "sha256" in result.output and "is not the pinned" in result.output
     assert not (tmp_path / "model" / "model.safetensors").exists()
+
+
+def test_small_view_recipe_asks_for_state_view_prompts_of_version_3():
+    from envsim.training.data import load_recipe
+
+    recipe = load_recipe("small-view")
+    assert recipe["prompt_mode"] == "mdp-view" and recipe["prompt_version"] == "3"
+    assert sum(cell["n"] for cell in recipe["cells"]) == 400
