@@ -94,12 +94,16 @@ def start_server(model: str, backend: Backend = "auto", host: str = "127.0.0.1",
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     server = RunningServer(process, f"http://{host}:{port}/v1", model)
     deadline = time.monotonic() + ready_timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = open(log_path).read()[-2000:] if log_path else ""
-            raise RuntimeError(f"server exited with code {process.returncode} before answering\n{tail}")
-        if answers(server.base_url, model):
-            return server
-        time.sleep(1.0)
+    try:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                tail = open(log_path).read()[-2000:] if log_path else ""
+                raise RuntimeError(f"server exited with code {process.returncode} before answering\n{tail}")
+            if answers(server.base_url, model):
+                return server
+            time.sleep(1.0)
+    except KeyboardInterrupt:  # Ctrl-C while it loads: the server (in its own session) goes too
+        server.stop()
+        raise
     server.stop()
     raise RuntimeError(f"server did not answer within {ready_timeout:.0f} s")
