@@ -164,11 +164,10 @@ def stage_figures(run_dir: Path) -> dict[str, Any] | None:
     summary = json.loads(summary_path.read_text())
     rows = [json.loads(line) for line in results_path.read_text().splitlines() if line.strip()]
     scored = [r for r in rows if r.get("status") == "scored"]
-    parsed = sum(bool(r.get("parsed")) for r in scored)
+    counts = {key: sum(bool(r.get(key)) for r in scored) for key in ("parsed", "fm", "cm")}
     tokens = sum(r.get("completion_tokens") or r.get("counted_answer_tokens") or 0 for r in scored)
     seconds = sum(r.get("latency_s") or 0 for r in scored)
-    return {"n": len(scored), "infra": summary.get("infra_failures", 0), "parse_valid": parsed / max(len(scored), 1),
-            "parse_ci": wilson(parsed, len(scored)), "overall": summary["overall"],
+    return {"n": len(scored), "infra": summary.get("infra_failures", 0), "counts": counts,
             "by_stratum": summary["by_stratum"], "tokens_per_s": tokens / seconds if seconds else None}
 
 
@@ -178,20 +177,22 @@ def pct(value: float) -> str:
 
 
 def table(work: Path) -> str:
-    """The before/after table (markdown) from the run directories under ``work``, and the phase wall times."""
-    lines = ["| stage | n | parse-valid % [95% CI] | FM % [95% CI] | CM % [95% CI] | "
-             + " | ".join(f"CM {s} % (n)" for s in STRATA) + " | tokens/s |",
+    """The before/after table (markdown) from the run directories under ``work``, and the phase wall times.
+    Intervals are Wilson score intervals from the counts (the eval's bootstrap interval collapses to a point at
+    0 % or 100 %); answer tokens/s = completion tokens / request latency (prefill included)."""
+    lines = ["| stage | n | parse-valid % [Wilson 95%] | FM % [Wilson 95%] | CM % [Wilson 95%] | "
+             + " | ".join(f"CM {s} % (n)" for s in STRATA) + " | answer tokens/s |",
              "|---|---:|---|---|---|" + "---:|" * len(STRATA) + "---:|"]
     for label, folder in STAGES:
         figures = stage_figures(work / folder)
         if figures is None:
             lines.append(f"| {label} | not run |" + " |" * (4 + len(STRATA)))
             continue
-        overall = figures["overall"]
-        cells = [f"{label}", str(figures["n"]) + (f" (+{figures['infra']} infra)" if figures["infra"] else ""),
-                 f"{pct(figures['parse_valid'])} [{pct(figures['parse_ci'][0])}, {pct(figures['parse_ci'][1])}]",
-                 f"{pct(overall['fm'])} [{pct(overall['ci']['fm'][0])}, {pct(overall['ci']['fm'][1])}]",
-                 f"{pct(overall['cm'])} [{pct(overall['ci']['cm'][0])}, {pct(overall['ci']['cm'][1])}]"]
+        n = figures["n"]
+        cells = [label, str(n) + (f" (+{figures['infra']} infra)" if figures["infra"] else "")]
+        for key in ("parsed", "fm", "cm"):
+            low, high = wilson(figures["counts"][key], n)
+            cells.append(f"{pct(figures['counts'][key] / max(n, 1))} [{pct(low)}, {pct(high)}]")
         for stratum in STRATA:
             group = figures["by_stratum"].get(stratum) or {}
             cells.append(f"{pct(group['cm'])} ({group['n']})" if group.get("n") else "– (0)")
