@@ -112,8 +112,8 @@ def convert_gguf(gguf_path: Path, out_dir: Path) -> dict[str, object]:
     """Load a GGUF file with transformers (de-quantised to float32) and save it as a plain checkpoint.
 
     transformers refuses ``save_pretrained`` on a GGUF-loaded model, so the weights go into a fresh model built
-    from its config (without the GGUF quantisation entry). ``rope_theta`` is also written at the top level of
-    ``config.json`` so that transformers 4.x (LLaMA-Factory's pin) reads the same rotary base as 5.x."""
+    from its config (without the GGUF quantisation entry). The saved files are made to read the same under
+    transformers 4.x and 5.x (``_portable_files``)."""
     try:
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
@@ -141,7 +141,7 @@ def convert_gguf(gguf_path: Path, out_dir: Path) -> dict[str, object]:
     context = getattr(config, "max_position_embeddings", None)
     _portable_files(out_dir, _rope_theta(config_dict), context)
     return {"parameters": sum(p.numel() for p in model.parameters()), "architecture": type(model).__name__,
-            "context": getattr(config, "max_position_embeddings", None)}
+            "context": context}
 
 
 def _align_special_tokens(tokenizer: object, config: object) -> None:
