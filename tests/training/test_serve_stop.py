@@ -66,6 +66,7 @@ def test_serve_stops_its_server_on_sigint_inherited_ignored_and_on_sigterm(tmp_p
                               "transformers", "--port", str(port), "--ready-timeout", "60"],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    server_pid = None
     try:
         first = serve.stdout.readline()
         assert first.startswith(f"serving m at http://127.0.0.1:{port}/v1"), first + serve.stdout.read()
@@ -75,10 +76,12 @@ def test_serve_stops_its_server_on_sigint_inherited_ignored_and_on_sigterm(tmp_p
         code = serve.wait(60)
         output = serve.stdout.read()
         assert code == 0 and "stopping server" in output, output
-    finally:
+        deadline = time.monotonic() + 10
+        while alive(server_pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(server_pid)
+    finally:  # whatever failed, leave nothing running
         if serve.poll() is None:
             serve.kill()
-    deadline = time.monotonic() + 10
-    while alive(server_pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not alive(server_pid)
+        if server_pid is not None and alive(server_pid):
+            os.kill(server_pid, signal.SIGKILL)
