@@ -58,6 +58,7 @@ class EvalOptions:
     split_given: bool = False
     tier: str | None = None
     limit: int | None = None
+    ids: str | None = None  # an id list file or a shipped subset name (evaluation/subsets.py)
     prompt_mode: str = "mdp"
     prompt_version: str | None = None
     tokenizer_dir: str | None = None

@@ -197,6 +197,7 @@ class EvalConfig:
     max_tokens: int = 2048
     extra_body: dict[str, Any] = field(default_factory=dict)
     limit: int | None = None
+    ids_sha256: str | None = None  # the id list a run was restricted to (``--ids``; sorted ids, hashed)
     track: str = "single"
     horizon: int = 0
     episodes: int = 0
@@ -209,7 +210,7 @@ class EvalConfig:
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-ADDED_LATER = ("rollout_version",)
+ADDED_LATER = ("rollout_version", "ids_sha256")
 ROLLOUT_VERSION = 2
 
 

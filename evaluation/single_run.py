@@ -80,7 +80,8 @@ def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) 
     return options.runs_root / slug(
         f"{options.model}-{bench_name}-{options.split}-{options.prompt_mode}"
         + (f"-p{prompt_version}" if prompt_version != default_prompt_version(options.benchmark, options.prompt_mode) else "")
-        + (f"-n{options.limit}" if options.limit else "") + ("-rollout" if options.track == "rollout" else ""))
+        + (f"-{Path(options.ids).stem}" if options.ids else "") + (f"-n{options.limit}" if options.limit else "")
+        + ("-rollout" if options.track == "rollout" else ""))
 
 
 def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSummary:
@@ -101,6 +102,16 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
         digest = file_digest(options.benchmark, options.split)
     except (FileNotFoundError, ValueError) as exc:
         raise BenchmarkUnavailable(str(exc)) from None
+    ids_digest = None
+    if options.ids is not None:
+        from envsim.evaluation.subsets import SubsetError, ids_sha256, read_ids, select_records
+
+        try:
+            ids = read_ids(options.ids)
+            records = select_records(records, ids, options.ids)
+        except SubsetError as exc:
+            raise BenchmarkUnavailable(str(exc)) from None
+        ids_digest = ids_sha256(ids)
     records = evenly_spaced(records, options.limit)
     bench_name = (benchmark_path(options.benchmark, options.split).stem if Path(options.benchmark).is_file()
                   else options.benchmark)
@@ -115,7 +126,7 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
     config = EvalConfig(model=options.model, benchmark=options.benchmark, split=options.split,
                         benchmark_sha256=digest, prompt_mode=options.prompt_mode, prompt_version=prompt_version,
                         base_url=base_url, temperature=options.temperature, max_tokens=options.max_tokens,
-                        extra_body=options.extra, limit=options.limit, track=options.track,
+                        extra_body=options.extra, limit=options.limit, ids_sha256=ids_digest, track=options.track,
                         horizon=options.horizon if rollout else 0, episodes=options.episodes if rollout else 0,
                         rollout_version=ROLLOUT_VERSION if rollout else None)
     run_dir = options.run_dir or default_run_dir(options, bench_name, prompt_version)

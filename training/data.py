@@ -38,7 +38,7 @@ class OverCutoffError(ValueError):
     """Samples whose full chat exceeds the SFT cutoff, with ``over_cutoff='refuse'``."""
 
 
-SHIPPED_RECIPES: tuple[str, ...] = ("default", "smoke")
+SHIPPED_RECIPES: tuple[str, ...] = ("default", "smoke", "small-view")
 
 
 def load_recipe(source: str | Path | None) -> dict[str, Any]:

@@ -44,6 +44,9 @@ from envsim.progress import progress_option
               "by side in RUN/tiers.md.")
 @click.option("--limit", type=click.IntRange(min=1), default=None,
               help="Only N samples (N >= 1), evenly spaced over the split (every stratum).")
+@click.option("--ids", default=None,
+              help="Only the samples listed in this id list (one id per line; or a shipped subset's name, e.g. "
+                   "v1_test_smollm2_2048); applied before --limit.")
 @click.option("--prompt-mode", type=click.Choice(list(PROMPT_MODES)), default="mdp", show_default=True,
               help="What the model sees: mdp = state + the tool's code + the call; pomdp = the call history only "
                    "(no state, no code; an ablation); full-class = state + the whole class source + the call "

