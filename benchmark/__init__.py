@@ -23,7 +23,8 @@ def benchmark_path(name: str, split: str = "test") -> Path:
         return candidate
     path = BENCHMARK_DIR / name / f"{split}.jsonl"
     if not path.is_file():
-        shipped = sorted(p.name for p in BENCHMARK_DIR.iterdir() if p.is_dir() and not p.name.startswith("_"))
+        shipped = sorted(p.name for p in BENCHMARK_DIR.iterdir()  # a benchmark holds split files (not subsets/)
+                         if p.is_dir() and not p.name.startswith("_") and any(p.glob("*.jsonl")))
         raise FileNotFoundError(f"no benchmark {name!r} split {split!r}; shipped: {', '.join(shipped) or 'none'}")
     return path
 
