@@ -20,6 +20,16 @@ class StateAccessMixin:
             value = value[key]
         return value
 
+    def _state_position(self, parent: Path) -> Any:
+        """A sort key putting keys (or list indices) of the container at ``parent`` in the state's own order, so
+        a view lists matched records the same way in every process (never in set order)."""
+        try:
+            container = self.at(parent)
+        except (KeyError, IndexError, TypeError):
+            container = None
+        position = {key: i for i, key in enumerate(container)} if isinstance(container, dict) else {}
+        return lambda key: (position.get(key, len(position)), str(type(key)), str(key))
+
     def use(self, value: Any) -> None:
         """``value`` is read whole: its state nodes are needed as full subtrees."""
         if isinstance(value, Node):

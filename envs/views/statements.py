@@ -257,7 +257,7 @@ class StatementsMixin:
             by_parent.setdefault(p[:-1], []).append(p)
         self.needs.scan_fields.update((parent, fields) for parent in by_parent)
         for parent, members in ([] if show_all else by_parent.items()):  # shown fields need no note
-            keys = [m[-1] for m in members if m in matched]
+            keys = sorted((m[-1] for m in members if m in matched), key=self._state_position(parent))
             self.needs.add_filter(FilterNote(parent, fields, tuple(values), folded, keys))
         return Node(frozenset(matched))
 

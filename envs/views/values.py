@@ -25,10 +25,33 @@ class _Unknown:
 UNKNOWN: Any = _Unknown()
 
 
+def _path_key(path: Path) -> tuple:
+    return tuple((0, key, "") if isinstance(key, int) else (1, 0, str(key)) for key in path)
+
+
+class PathSet(frozenset):
+    """A frozenset of paths that iterates in one fixed order (list indices numerically, keys by text), so what
+    the analysis derives from iterating it (known values, filter notes, rendered views) is the same in every
+    process: a plain frozenset of strings iterates in hash order, which ``PYTHONHASHSEED`` changes."""
+
+    def __iter__(self):  # type: ignore[override]
+        ordered = self.__dict__.get("_ordered")
+        if ordered is None:
+            ordered = self.__dict__["_ordered"] = tuple(sorted(frozenset.__iter__(self), key=_path_key))
+        return iter(ordered)
+
+    def __or__(self, other: Any) -> "PathSet":  # type: ignore[override]
+        return PathSet(frozenset.__or__(self, other))
+
+
 @dataclass(frozen=True)
 class Node:
-    """The state value at one of ``paths``."""
+    """The state value at one of ``paths`` (iterated in a fixed order)."""
     paths: frozenset
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.paths, PathSet):
+            object.__setattr__(self, "paths", PathSet(self.paths))
 
 
 @dataclass(frozen=True)
