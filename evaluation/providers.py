@@ -1,6 +1,7 @@
 """Model providers: small classes with ``generate`` and ``should_retry``; the runner owns retries,
-timeouts and concurrency. Built-ins: ``null`` (predicts no change), ``oracle`` (runs the real tool)
-and any OpenAI-compatible chat endpoint."""
+timeouts and concurrency. Built-ins: ``null`` (predicts no change), ``oracle`` (runs the real tool),
+``executor`` (runs the code shown in the prompt on the state shown there: ``executor_baseline.py``) and any
+OpenAI-compatible chat endpoint."""
 
 from __future__ import annotations
 

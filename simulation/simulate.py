@@ -124,7 +124,7 @@ def cost_summary(envs: Sequence[SimulatedEnvironment], price_in: float, price_ou
     }
 
 
-BUILT_IN_SIMULATORS = ("null", "oracle")
+BUILT_IN_SIMULATORS = ("null", "oracle", "executor")
 
 
 def unknown_simulator_hint(simulator: str, urls: Sequence[str]) -> str | None:

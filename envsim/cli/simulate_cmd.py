@@ -27,7 +27,9 @@ def _preflight(simulator: str, provider: object, urls: list[str], api_key: str |
 
 @click.command("simulate")
 @click.option("--env", "env_ids", multiple=True, required=True, help="Environment id (repeatable).")
-@click.option("--simulator", required=True, help="Simulator model at --base-url, or 'oracle' / 'null'.")
+@click.option("--simulator", required=True,
+              help="Simulator model at --base-url, or a built-in: 'oracle', 'null' or 'executor' (runs the code "
+                   "its prompt shows on the state shown).")
 @click.option("--base-url", multiple=True, help="OpenAI-compatible endpoint of the simulator; repeat it (or use "
               "--base-url-file) to spread steps over several replicas, with failing ones taken out for a while.")
 @click.option("--base-url-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,

@@ -16,10 +16,10 @@ from envsim.evaluation.providers import Generation
 from envsim.simulation.simulate import simulate
 
 
-def _simulate(out: Path, *extra: str, env: dict[str, str] | None = None):
-    args = ["simulate", "--env", "online_store-v1", "--simulator", "oracle", "--episodes", "3", "--steps", "2",
-            "--out", str(out), *extra]
-    return CliRunner().invoke(main, args, env=env)
+def _simulate(out: Path, *extra: str, env: dict[str, str] | None = None, args: list[str] | None = None):
+    command = ["simulate", "--env", "online_store-v1", "--simulator", "oracle", "--episodes", "3", "--steps", "2",
+               "--out", str(out), *extra, *(args or [])]
+    return CliRunner().invoke(main, command, env=env)
 
 
 def test_simulate_shows_progress_lines_and_no_progress_silences_them(tmp_path):
@@ -87,3 +87,15 @@ def test_lone_surrogate_in_a_fallback_reason_is_written_escaped(tmp_path, monkey
     assert [row["fallback_steps"] for row in _rows(out / "trajectories.jsonl")] == [2, 2]
     drift = (out / "drift.md").read_bytes().decode("utf-8")
     assert "replace /\\ud800" in drift and "**4 of 4 steps" in drift
+
+
+def test_the_executor_baseline_simulates_from_its_prompts_alone(tmp_path):
+    result = _simulate(tmp_path / "executor", "--no-progress", "--prompt-mode", "mdp",
+                       args=["--simulator", "executor"])
+    assert result.exit_code == 0, result.output
+    stats = json.loads((tmp_path / "executor" / "stats.json").read_text())
+    assert stats["steps"] == 6 and stats["fallback_steps"] == 0, stats
+    drift = json.loads((tmp_path / "executor" / "drift.json").read_text())
+    assert drift["diverged_episodes"] == 0, drift
+    misspelt = _simulate(tmp_path / "misspelt", args=["--simulator", "executr"])
+    assert misspelt.exit_code == 1 and "did you mean 'executor'" in misspelt.output
