@@ -358,12 +358,23 @@ def _scalar_key(value: Any) -> Any:
     return value
 
 
-def _equal(a: Any, b: Any) -> bool:
-    """``_normalise(a) == _normalise(b)`` of old, without recursion: dict keys compare as strings,
-    tuples as lists, booleans apart from numbers."""
+def _scalar_equal(x: Any, y: Any) -> bool:
+    try:
+        return _scalar_key(x) == _scalar_key(y)
+    except (TypeError, ValueError, OverflowError):  # values no JSON holds
+        return False
+
+
+def walk_equal(a: Any, b: Any, leaf: Callable[[Any, Any], bool],
+               transform: Callable[[Any], Any] | None = None) -> bool:
+    """Structural equality without recursion: dict keys compare as strings, tuples as lists, and two leaves
+    (anything but a dict, list or tuple) by ``leaf``; ``transform`` is applied to both sides of every pair
+    first (e.g. a JSON string read as the value it holds). Values of any depth are compared on a stack."""
     stack = [(a, b)]
     while stack:
         x, y = stack.pop()
+        if transform is not None:
+            x, y = transform(x), transform(y)
         if isinstance(x, dict) and isinstance(y, dict):
             left = {str(k): v for k, v in x.items()}
             right = {str(k): v for k, v in y.items()}
@@ -374,12 +385,12 @@ def _equal(a: Any, b: Any) -> bool:
             if len(x) != len(y):
                 return False
             stack.extend(zip(x, y))
-        elif isinstance(x, (dict, list, tuple)) or isinstance(y, (dict, list, tuple)):
+        elif isinstance(x, (dict, list, tuple)) or isinstance(y, (dict, list, tuple)) or not leaf(x, y):
             return False
-        else:
-            try:
-                if _scalar_key(x) != _scalar_key(y):
-                    return False
-            except (TypeError, ValueError, OverflowError):  # values no JSON holds
-                return False
     return True
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """``_normalise(a) == _normalise(b)`` of old, without recursion: dict keys compare as strings,
+    tuples as lists, booleans apart from numbers."""
+    return walk_equal(a, b, _scalar_equal)

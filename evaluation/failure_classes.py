@@ -54,7 +54,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from envsim.delta import changed_paths, same_json
+from envsim.delta import changed_paths, same_json, walk_equal
 from envsim.evaluation.shared_states import equal_sharing, same_json_shared, strictly_equal_shared
 from envsim.jsonsafe import loads as strict_loads
 from envsim.records import is_failure_observation
@@ -111,29 +111,13 @@ def _close(a: Any, b: Any) -> bool:
 def json_equal(a: Any, b: Any, *, json_strings: bool = False, numeric: bool = False) -> bool:
     """Equality as JSON values (``same_json``), with JSON strings compared as the values they hold
     (``json_strings``) and numbers within ``REL_TOL`` (``numeric``). Never raises, never recurses."""
-    stack = [(a, b)]
-    while stack:
-        x, y = stack.pop()
-        if x is y:
-            continue
-        if json_strings:
-            x, y = _json_string(x), _json_string(y)
-        if isinstance(x, dict) and isinstance(y, dict):
-            left = {str(k): v for k, v in x.items()}
-            right = {str(k): v for k, v in y.items()}
-            if left.keys() != right.keys():
-                return False
-            stack.extend((left[k], right[k]) for k in left)
-        elif isinstance(x, list) and isinstance(y, list):
-            if len(x) != len(y):
-                return False
-            stack.extend(zip(x, y))
-        elif numeric and _is_number(x) and _is_number(y):
-            if not _close(x, y):
-                return False
-        elif isinstance(x, (dict, list)) or isinstance(y, (dict, list)) or not same_json(x, y):
-            return False
-    return True
+
+    def leaf(x: Any, y: Any) -> bool:
+        if numeric and _is_number(x) and _is_number(y):
+            return _close(x, y)
+        return same_json(x, y)
+
+    return walk_equal(a, b, leaf, _json_string if json_strings else None)
 
 
 def _kind(value: Any) -> str:
