@@ -24,6 +24,8 @@ RATES = ("fm", "cm", "cm_lenient", "cm_original")
 BOOTSTRAP_SAMPLES = 1000
 EMPTY = "–"  # how a figure of a group with nothing scored (n = 0) reads: never a real-looking 0.0
 SUMMARY_FILE, REPORT_FILE, PLOT_FILE, COMPARISON_FILE = "summary.json", "report.md", "cm_by_delta.png", "comparison.md"
+#: Result fields no report reads, dropped as results.jsonl is read (the stored answer: up to 20,000 characters).
+UNREAD_FIELDS = ("answer",)
 
 
 def bootstrap_ci(values: list[float], seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> list[float]:
@@ -332,7 +334,7 @@ def checked_results(run_dir: Path, config: dict[str, Any],
     from envsim.evaluation.run_rows import check_rows, read_rows, run_sample_ids
 
     ids, warning = (list(sample_ids), None) if sample_ids is not None else run_sample_ids(config)
-    checked = check_rows(read_rows(run_dir / "results.jsonl"), ids)
+    checked = check_rows(read_rows(run_dir / "results.jsonl", drop=UNREAD_FIELDS), ids)
     if warning:
         checked.warnings.insert(0, warning)
     return checked

@@ -85,31 +85,23 @@ def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) 
 
 def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSummary:
     """Evaluate ``options.split`` of ``options.benchmark`` (one-step samples, or the rollout track)."""
-    from envsim.benchmark import benchmark_path, file_digest, load
-    from envsim.benchmark.compact import compact_records
+    from envsim.benchmark import benchmark_path
+    from envsim.benchmark.stream import file_sha256, open_stream
     from envsim.evaluation.endpoints import endpoint_urls
     from envsim.evaluation.prompts import default_prompt_version
     from envsim.evaluation.runner import (ROLLOUT_VERSION, EvalConfig, RunConfigMismatch, RunDirLocked,
                                           clear_run_dir, lock_run_dir, prepare_run_dir)
-    from envsim.tokens import TokenizerUnavailable, eval_tokenizer
-
     urls = endpoint_urls(options.base_urls, options.base_url_file)
     base_url = ",".join(sorted(urls)) if len(urls) > 1 else (urls[0] if urls else None)
-    try:
-        records = compact_records(load(options.benchmark, options.split))  # read-only from here on
-        digest = file_digest(options.benchmark, options.split)
+    try:  # records are read when their turn comes (benchmark.stream); read-only once read
+        records = open_stream(options.benchmark, options.split, options.limit)
+        digest = file_sha256(records.path)
     except (FileNotFoundError, ValueError) as exc:
         raise BenchmarkUnavailable(str(exc)) from None
-    records = evenly_spaced(records, options.limit)
     bench_name = (benchmark_path(options.benchmark, options.split).stem if Path(options.benchmark).is_file()
                   else options.benchmark)
     prompt_version = options.prompt_version or default_prompt_version(options.benchmark, options.prompt_mode)
-    try:
-        token_counter, token_warning = eval_tokenizer(options.model, options.tokenizer_dir)
-    except TokenizerUnavailable as exc:
-        raise TokenizerMissing(str(exc)) from None
-    if token_warning:
-        options.echo_err(f"warning: {token_warning}")
+    token_counter = _tokenizer_soon(options)
     rollout = options.track == "rollout"
     config = EvalConfig(model=options.model, benchmark=options.benchmark, split=options.split,
                         benchmark_sha256=digest, prompt_mode=options.prompt_mode, prompt_version=prompt_version,
@@ -134,11 +126,12 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
         except RunConfigMismatch as exc:
             raise RunDirUnusable(str(exc)) from None
         if rollout:
+            records = list(records)
             report = _rollout(records, provider, run_dir, options, prompt_version)
+            sample_ids = [str(r["id"]) for r in records]
         else:
-            _single(records, provider, config, run_dir, options, token_counter)
-        sample_ids = [str(r["id"]) for r in records]
-        del records, token_counter  # the reports need the ids only: the samples' and the token counter's memory
+            sample_ids = _single(records, provider, config, run_dir, options, token_counter)
+        del records, token_counter  # the reports need the ids only: the token counter's memory
         # (envsim.tokens.eval_tokenizer: not cached) is given back before the plot is drawn
         _endpoint_summary(provider, run_dir, options)
         if not rollout:
@@ -155,17 +148,72 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
                                     benchmark=options.benchmark)
 
 
-def _single(records: list[dict[str, Any]], provider: Any, config: Any, run_dir: Path, options: EvalOptions,
-            token_counter: Any) -> None:
-    """Run the one-step samples with a live progress display."""
-    from envsim.evaluation.runner import read_results, run_samples
+def _tokenizer_soon(options: EvalOptions) -> Any:
+    """The run's token counter (``envsim.tokens.eval_tokenizer``), loaded in a background thread while the run
+    starts (a ``Future``: the scorer waits for it); an explicit ``--tokenizer`` is loaded now, so that a
+    broken one stops the run before it starts (``TokenizerMissing``)."""
+    from concurrent.futures import Future
+    import threading
+
+    from envsim.tokens import TokenizerUnavailable, eval_tokenizer
+
+    if options.tokenizer_dir is not None:
+        try:
+            counter, _warning = eval_tokenizer(options.model, options.tokenizer_dir)
+        except TokenizerUnavailable as exc:
+            raise TokenizerMissing(str(exc)) from None
+        return counter
+    future: Future[Any] = Future()
+
+    def load() -> None:
+        try:
+            counter, warning = eval_tokenizer(options.model, None)
+            if warning:
+                options.echo_err(f"warning: {warning}")
+            future.set_result(counter)
+        except BaseException as exc:  # noqa: BLE001 - the scorer sees it (counted tokens are then left out)
+            future.set_exception(exc)
+
+    threading.Thread(target=load, name="envsim-tokenizer", daemon=True).start()
+    return future
+
+
+class LazyClassSources:
+    """Class source per environment for ``full-class`` prompts, looked up when a record of it comes (records
+    are streamed); a failing one is left out (reported per sample as a prompt failure)."""
+
+    def __init__(self) -> None:
+        self._sources: dict[str, str | None] = {}
+
+    def get(self, env_id: str, default: str | None = None) -> str | None:
+        """The class source of ``env_id`` (``default`` when it cannot be read)."""
+        if env_id not in self._sources:
+            self._sources[env_id] = class_sources([{"env": env_id}]).get(env_id)
+        found = self._sources[env_id]
+        return default if found is None else found
+
+
+def _single(records: Any, provider: Any, config: Any, run_dir: Path, options: EvalOptions,
+            token_counter: Any) -> list[str]:
+    """Run the one-step samples with a live progress display; the run's sample ids, in benchmark order."""
+    from envsim.evaluation.runner import run_samples, scored_ids
     from envsim.progress import progress
 
-    sources = class_sources(records) if options.prompt_mode == "full-class" else {}
-    already = sum(1 for r in read_results(run_dir / "results.jsonl").values() if r.get("status") == "scored")
+    sources = LazyClassSources() if options.prompt_mode == "full-class" else {}
+    already = len(scored_ids(run_dir / "results.jsonl"))
     counts = {"n": 0, "fm": 0, "cm": 0, "infra": 0}
     bar = progress(total=len(records), initial=min(already, len(records)), desc=f"eval {options.model}",
                    unit="sample")
+    bar.set_postfix(**live_rates(counts), infra=0)
+    announce = getattr(bar, "announce", None)
+    if announce is not None:
+        announce()  # the first line now, not at the first 10 %
+    sample_ids: list[str] = []
+
+    def stream() -> Any:
+        for record in records:
+            sample_ids.append(str(record["id"]))
+            yield record
 
     def on_result(row: dict[str, Any]) -> None:
         if row["status"] == "scored":
@@ -181,10 +229,19 @@ def _single(records: list[dict[str, Any]], provider: Any, config: Any, run_dir: 
         bar.set_postfix(**live_rates(counts), infra=counts["infra"], **fleet)
         bar.update(1)
 
-    asyncio.run(run_samples(records, provider, config, run_dir, concurrency=options.concurrency,
-                            policy=retry_policy(options), tokenizer=token_counter, class_sources=sources,
-                            on_result=on_result))
-    bar.close()
+    try:
+        asyncio.run(run_samples(stream(), provider, config, run_dir, concurrency=options.concurrency,
+                                policy=retry_policy(options), tokenizer=token_counter, class_sources=sources,
+                                on_result=on_result, keep_rows=False))
+    except ValueError as exc:
+        from envsim.benchmark.validation import BenchmarkFileError
+
+        if isinstance(exc, BenchmarkFileError):  # a bad line part-way: what was scored before it is kept
+            raise BenchmarkUnavailable(f"{exc} (the samples scored before it are kept)") from None
+        raise
+    finally:
+        bar.close()
+    return sample_ids
 
 
 def _endpoint_summary(provider: Any, run_dir: Path, options: EvalOptions) -> None:

@@ -1,0 +1,130 @@
+"""Benchmark records one at a time: an evaluation holds the record being scored, not the whole split.
+
+``open_stream(name, split, limit)`` counts the split's samples (a pass over the bytes, nothing decoded) and
+returns a ``RecordStream``: its ``total``, the ``--limit`` cut (evenly spaced, as ``load`` + ``evenly_spaced``
+gives) and an iterator that reads, checks (``validation.record_problem``, repeated ids), resolves stored
+states and compacts (``compact.share_unchanged``) each record when its turn comes. Checks and messages are
+those of ``load`` (``file:line: problem``); a record is checked when it is read, so a bad line late in a file
+stops the run there (what was scored before it is kept). Files in the original EnvSimBench format (one JSON
+list) are read whole through ``load``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+CHUNK = 1 << 20
+
+
+def count_lines(path: Path) -> int:
+    """Non-blank lines of a file, read in chunks (never whole)."""
+    count = 0
+    with path.open("rb") as handle:
+        for line in handle:
+            if line.strip():
+                count += 1
+    return count
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, read in chunks (``benchmark.file_digest`` without holding the file)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def limit_positions(total: int, limit: int | None) -> range | list[int]:
+    """Positions of the samples a ``--limit`` keeps (``evaluation.single_run.evenly_spaced``'s choice)."""
+    if limit is not None and 0 <= limit < total:
+        return [i * total // limit for i in range(limit)]
+    return range(total)
+
+
+@dataclass
+class RecordStream:
+    """The samples of one run: how many, and an iterator that yields each when its turn comes."""
+
+    path: Path
+    total: int
+    positions: range | list[int]
+    records: list[dict[str, Any]] | None = None   # a file in the original format, read whole
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        if self.records is not None:
+            return (self.records[i] for i in self.positions)
+        return _read_jsonl(self.path, self.positions)
+
+
+def open_stream(name: str, split: str = "test", limit: int | None = None) -> RecordStream:
+    """The samples of a benchmark split (cut by ``limit``); raises ``FileNotFoundError`` / ``ValueError``
+    (``BenchmarkFileError``) for a missing or unreadable file, and checks the first sample now, so a file
+    that is not a benchmark is refused before a run starts."""
+    from envsim.benchmark import benchmark_path, load
+    from envsim.construction.interop import is_envsimbench_file
+
+    path = benchmark_path(name, split)
+    try:
+        original = is_envsimbench_file(path)
+    except (UnicodeDecodeError, OSError):
+        original = False
+    if original:
+        records = load(name, split)
+        from envsim.benchmark.compact import compact_records
+
+        compact_records(records)
+        return RecordStream(path, len(records), limit_positions(len(records), limit), records)
+    try:
+        total = count_lines(path)
+    except OSError as exc:
+        from envsim.benchmark.validation import BenchmarkFileError
+
+        raise BenchmarkFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    stream = RecordStream(path, total, limit_positions(total, limit))
+    next(iter(RecordStream(path, total, range(min(total, 1)))), None)  # the first line, checked now
+    return stream
+
+
+def _read_jsonl(path: Path, positions: range | list[int]) -> Iterator[dict[str, Any]]:
+    """The records at ``positions`` (among the non-blank lines), each checked, resolved and compacted."""
+    from envsim.benchmark.compact import share_unchanged
+    from envsim.benchmark.state_store import has_refs, resolve, state_folder
+    from envsim.benchmark.validation import BenchmarkFileError, _short, parse_line, record_problem
+
+    wanted = iter(positions)
+    target = next(wanted, None)
+    folder = state_folder(path)
+    seen: dict[str, int] = {}
+    index = 0
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if target is None:
+                return
+            raw = raw[:-1] if raw.endswith(b"\n") else raw
+            if not raw.strip():
+                continue
+            position, index = index, index + 1
+            if position != target:
+                continue
+            target = next(wanted, None)
+            place = f"{path}:{number}"
+            record = parse_line(raw, place)
+            if has_refs(record):
+                record = resolve(record, folder)
+            problem = record_problem(record)
+            if problem is None and record["id"] in seen:
+                problem = f"duplicate id {_short(record['id'])} (first at {path}:{seen[record['id']]})"
+            if problem is not None:
+                raise BenchmarkFileError(f"{place}: {problem}")
+            seen[record["id"]] = number
+            if type(record) is dict and isinstance(record.get("state"), dict) \
+                    and isinstance(record.get("next_state"), dict):  # noqa: E721 - stored records share already
+                record["next_state"] = share_unchanged(record["state"], record["next_state"])
+            yield record

@@ -1,0 +1,129 @@
+"""The hot path of one chat-completions request: a body encoded once, posted over a pooled HTTP/1.1 connection,
+the answer read as JSON. No per-request SDK work (the OpenAI SDK's request-body transform walks every message
+and costs as much as the rest of the client), yet what users know from the SDK holds:
+
+* the base URL: ``base_url``, else ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``, with
+  ``/chat/completions`` appended; the key as ``Authorization: Bearer``, ``$OPENAI_ORG_ID`` /
+  ``$OPENAI_PROJECT_ID`` as the SDK's ``OpenAI-Organization`` / ``OpenAI-Project`` headers;
+* errors are the SDK's own exception classes with the SDK's messages (``openai.RateLimitError`` for a 429,
+  ``openai.InternalServerError`` for a 5xx, ``openai.APITimeoutError``, ``openai.APIConnectionError``, ...),
+  built only when a request fails, so ``import openai`` is never paid by a run that does not fail;
+* the response body is capped (``http_limits.CappedTransport``) exactly as before.
+
+Retries, backoff and timeouts stay with the runner (``RetryPolicy``), as with the SDK client (``max_retries=0``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+from typing import Any
+
+from envsim.evaluation.http_limits import CappedTransport, httpx
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Connections kept per endpoint (the OpenAI SDK's defaults): enough for any ``--concurrency`` we take.
+MAX_CONNECTIONS, MAX_KEEPALIVE = 1000, 100
+
+
+def chat_url(base_url: str | None) -> str:
+    """The chat-completions URL of ``base_url`` as the OpenAI SDK resolves it (``$OPENAI_BASE_URL`` and the
+    SDK's default when none is given; ``/chat/completions`` appended after one slash; a query string kept)."""
+    base = base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
+    path, separator, query = base.partition("?")
+    return path.rstrip("/") + "/chat/completions" + separator + query
+
+
+def request_headers(api_key: str) -> dict[str, str]:
+    """The headers of every request: JSON both ways, the key, and the SDK's organisation/project headers."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "envsim",
+               "Authorization": f"Bearer {api_key}"}
+    for variable, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
+        if os.environ.get(variable):
+            headers[header] = os.environ[variable]
+    return headers
+
+
+def encode_body(payload: dict[str, Any]) -> bytes:
+    """A request body as bytes (ASCII JSON: any string, even a lone surrogate, encodes)."""
+    return json.dumps(payload).encode("ascii")
+
+
+class ChatTransport:
+    """POSTs pre-encoded chat-completions bodies to one endpoint over pooled connections.
+
+    The HTTP client is created on first use, in the event loop that uses it; ``aclose`` closes it (a later
+    request opens a new one, e.g. in the run's loop after the preflight's)."""
+
+    def __init__(self, base_url: str | None, api_key: str, timeout: float, max_response_bytes: int) -> None:
+        self.url = chat_url(base_url)
+        self.headers = request_headers(api_key)
+        self.timeout = timeout
+        self.max_response_bytes = max_response_bytes
+        self._http: Any = None
+
+    def _client(self) -> Any:
+        if self._http is None:
+            limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE)
+            transport = CappedTransport(httpx.AsyncHTTPTransport(limits=limits), self.max_response_bytes)
+            self._http = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(self.timeout),
+                                           headers=self.headers)
+        return self._http
+
+    async def post(self, body: bytes) -> Any:
+        """The decoded JSON answer to ``body``. Raises the OpenAI SDK's exception for an error status, a
+        timeout or a failed connection; ``http_limits.ResponseTooLarge`` past the body cap."""
+        client = self._client()
+        request = client.build_request("POST", self.url, content=body)
+        try:
+            response = await client.send(request)
+        except httpx.TimeoutException as err:
+            import openai
+
+            raise openai.APITimeoutError(request=request) from err
+        except (httpx.RequestError, ssl.SSLError) as err:
+            import openai
+
+            raise openai.APIConnectionError(request=request) from err
+        if response.status_code >= 400:
+            raise status_error(response)
+        try:
+            return json.loads(response.content)
+        except (ValueError, RecursionError):
+            from envsim.evaluation.providers import EndpointResponseError
+
+            raise EndpointResponseError(f"HTTP {response.status_code} response is not JSON: "
+                                        f"{response.content[:80]!r}") from None
+
+    async def aclose(self) -> None:
+        """Close the pooled connections (the next request opens new ones)."""
+        if self._http is not None:
+            http, self._http = self._http, None
+            await http.aclose()
+
+
+def status_error(response: Any) -> Exception:
+    """The OpenAI SDK's exception for an error response, with the SDK's message (``Error code: 429 - ...``)
+    and body (its ``error`` object when there is one)."""
+    import openai
+
+    message = f"Error code: {response.status_code}"
+    text = response.text.strip()
+    body: Any = text
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    else:
+        error = body.get("error", body) if isinstance(body, dict) else None
+        detail = error.get("message") if isinstance(error, dict) else None
+        if isinstance(detail, str) and detail:
+            message += f" - {detail}"
+    data = body.get("error", body) if isinstance(body, dict) else body
+    kinds = {400: openai.BadRequestError, 401: openai.AuthenticationError, 403: openai.PermissionDeniedError,
+             404: openai.NotFoundError, 409: openai.ConflictError, 422: openai.UnprocessableEntityError,
+             429: openai.RateLimitError}
+    kind = kinds.get(response.status_code) or (openai.InternalServerError if response.status_code >= 500
+                                               else openai.APIStatusError)
+    return kind(message, response=response, body=data)
