@@ -178,6 +178,20 @@ def _tokenizer_soon(options: EvalOptions) -> Any:
     return future
 
 
+def _loaded(token_counter: Any) -> Any:
+    """The token counter a ``_tokenizer_soon`` future holds, once loaded (``TokenizerMissing`` if it failed)."""
+    from concurrent.futures import Future
+
+    from envsim.tokens import TokenizerUnavailable
+
+    if not isinstance(token_counter, Future):
+        return token_counter
+    try:
+        return token_counter.result()
+    except TokenizerUnavailable as exc:
+        raise TokenizerMissing(str(exc)) from None
+
+
 class LazyClassSources:
     """Class source per environment for ``full-class`` prompts, looked up when a record of it comes (records
     are streamed); a failing one is left out (reported per sample as a prompt failure)."""
@@ -208,6 +222,7 @@ def _single(records: Any, provider: Any, config: Any, run_dir: Path, options: Ev
     announce = getattr(bar, "announce", None)
     if announce is not None:
         announce()  # the first line now, not at the first 10 %
+    token_counter = _loaded(token_counter)  # before the first request: its timing never shares the GIL with the load
     sample_ids: list[str] = []
 
     def stream() -> Any:
