@@ -1,12 +1,13 @@
 """Benchmark records one at a time: an evaluation holds the record being scored, not the whole split.
 
-``open_stream(name, split, limit)`` counts the split's samples (a pass over the bytes, nothing decoded) and
-returns a ``RecordStream``: its ``total``, the ``--limit`` cut (evenly spaced, as ``load`` + ``evenly_spaced``
-gives) and an iterator that reads, checks (``validation.record_problem``, repeated ids), resolves stored
-states and compacts (``compact.share_unchanged``) each record when its turn comes. Checks and messages are
-those of ``load`` (``file:line: problem``); a record is checked when it is read, so a bad line late in a file
-stops the run there (what was scored before it is kept). Files in the original EnvSimBench format (one JSON
-list) are read whole through ``load``.
+``open_stream(name, split, limit)`` checks every line of the split before a run starts (``check_file``: the
+checks and ``file:line`` messages of ``load``, keeping only the ids) and returns a ``RecordStream``: its
+``total``, the ``--limit`` cut (evenly spaced, as ``load`` + ``evenly_spaced`` gives) and an iterator that reads,
+decodes with the strict rules (``jsonsafe.loads``), resolves stored states and compacts
+(``compact.share_unchanged``) each record when its turn comes. Only what the strict decoder alone refuses
+(NaN, an integer too long, nesting deeper than 200) is found then, and stops the run at that line (what was
+scored before it is kept). Files in the original EnvSimBench format (one JSON list) are read whole through
+``load``.
 """
 
 from __future__ import annotations
@@ -82,14 +83,45 @@ def open_stream(name: str, split: str = "test", limit: int | None = None) -> Rec
         compact_records(records)
         return RecordStream(path, len(records), limit_positions(len(records), limit), records)
     try:
-        total = count_lines(path)
+        total = check_file(path)
     except OSError as exc:
         from envsim.benchmark.validation import BenchmarkFileError
 
         raise BenchmarkFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    stream = RecordStream(path, total, limit_positions(total, limit))
-    next(iter(RecordStream(path, total, range(min(total, 1)))), None)  # the first line, checked now
-    return stream
+    return RecordStream(path, total, limit_positions(total, limit))
+
+
+def check_file(path: Path) -> int:
+    """Check every line of a JSONL benchmark before a run starts, as ``load`` does (UTF-8, JSON, the record
+    schema, repeated ids; ``BenchmarkFileError`` at ``file:line``), keeping nothing but the ids; returns the
+    number of records. Lines are decoded by the C decoder here; the strict number and depth rules of
+    ``jsonsafe.loads`` are applied when each record is read for its turn."""
+    import json
+
+    from envsim.benchmark.state_store import has_refs, resolve, state_folder
+    from envsim.benchmark.validation import BenchmarkFileError, _short, parse_line, record_problem
+
+    folder = state_folder(path)
+    seen: dict[str, int] = {}
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            raw = raw[:-1] if raw.endswith(b"\n") else raw
+            if not raw.strip():
+                continue
+            place = f"{path}:{number}"
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                record = parse_line(raw, place)  # raises with the precise reason
+            if has_refs(record):
+                record = resolve(record, folder)
+            problem = record_problem(record)
+            if problem is None and record["id"] in seen:
+                problem = f"duplicate id {_short(record['id'])} (first at {path}:{seen[record['id']]})"
+            if problem is not None:
+                raise BenchmarkFileError(f"{place}: {problem}")
+            seen[record["id"]] = number
+    return len(seen)
 
 
 def _read_jsonl(path: Path, positions: range | list[int]) -> Iterator[dict[str, Any]]:

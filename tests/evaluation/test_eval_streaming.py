@@ -34,13 +34,18 @@ def test_stream_yields_the_records_and_limit_cut_of_load(tmp_path, limit):
     assert file_sha256(path) == __import__("hashlib").sha256(path.read_bytes()).hexdigest()
 
 
-def test_a_bad_line_is_named_when_its_turn_comes_and_a_bad_first_line_at_once(tmp_path):
+def test_bad_lines_are_refused_before_the_run_and_strict_refusals_at_their_turn(tmp_path):
     records = load("v1", "test")[:5]
     path = _write(tmp_path / "b.jsonl", records)
     path.write_text(path.read_text() + "{not json\n")
-    stream = open_stream(str(path))
-    read = []
     with pytest.raises(BenchmarkFileError, match=rf"{path}:6: not a JSON line"):
+        open_stream(str(path))                 # every line checked before a run starts
+    deep = _write(tmp_path / "deep.jsonl", records)
+    nested = dict(records[0], id="deep", state={"a": json.loads("[" * 300 + "]" * 300)})
+    deep.write_text(deep.read_text() + json.dumps(nested) + "\n")
+    stream = open_stream(str(deep))            # what only the strict decoder refuses: found at its turn
+    read = []
+    with pytest.raises(BenchmarkFileError, match=rf"{deep}:6: JSON nested deeper than 200 levels"):
         for record in stream:
             read.append(record["id"])
     assert read == [r["id"] for r in records]
