@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import ssl
+import sys
 from typing import Any
 
 from envsim.evaluation.http_limits import CappedTransport, httpx
@@ -84,17 +85,16 @@ class ChatTransport:
             try:
                 response = await client.send(request)
             except httpx.TimeoutException as err:
-                import openai
-
+                openai = await sdk()
                 raise openai.APITimeoutError(request=request) from err
             except (httpx.RequestError, ssl.SSLError) as err:
-                import openai
-
+                openai = await sdk()
                 raise openai.APIConnectionError(request=request) from err
         finally:
             if client in self._open:  # not closed meanwhile by aclose
                 self._idle.append(client)
         if response.status_code >= 400:
+            await sdk()
             raise status_error(response)
         try:
             return json.loads(response.content)
@@ -109,6 +109,18 @@ class ChatTransport:
         clients, self._open, self._idle = self._open, set(), []
         for client in clients:
             await client.aclose()
+
+
+async def sdk() -> Any:
+    """The ``openai`` module; its first import (~0.7 s) runs in a worker thread, so the event loop goes on
+    serving the other samples (and their timeouts) meanwhile."""
+    module = sys.modules.get("openai")
+    if module is None:
+        import asyncio
+        import importlib
+
+        module = await asyncio.to_thread(importlib.import_module, "openai")
+    return module
 
 
 def status_error(response: Any) -> Exception:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -160,7 +161,9 @@ class OpenAICompatibleProvider:
         """Retry rate limits, server errors, timeouts and dropped connections."""
         if isinstance(exc, TimeoutError):
             return True
-        import openai as o
+        o = sys.modules.get("openai")
+        if o is None:  # not imported: ``exc`` is none of its errors (never imported here, in the event loop)
+            return False
 
         if isinstance(exc, (o.RateLimitError, o.APITimeoutError, o.APIConnectionError, o.InternalServerError)):
             return True
@@ -212,10 +215,12 @@ def _json_kind(value: Any) -> str:
 def describe_error(exc: BaseException, url: str | None = None, timeout: float | None = None) -> str:
     """What went wrong with a request, with the server's own message when it sent one (``url``:
     default the URL of the failed request, when the exception carries it)."""
-    import openai
-
     url = url or _request_url(exc)
-
+    openai = sys.modules.get("openai")
+    if openai is None:  # not imported: ``exc`` is none of its errors
+        if isinstance(exc, asyncio.TimeoutError):
+            return f"no answer from {url} within {timeout or '?'} s"
+        return f"{type(exc).__name__} from {url}: {str(exc)[:300]}"
     if isinstance(exc, (asyncio.TimeoutError, openai.APITimeoutError)):
         return f"no answer from {url} within {timeout or '?'} s"
     if isinstance(exc, openai.APIStatusError):
