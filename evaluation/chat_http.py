@@ -69,7 +69,10 @@ class ChatTransport:
 
     def _new_client(self) -> Any:
         if self._tls is None:  # one certificate store for every connection (loading it is ~20 ms each time)
-            self._tls = httpx.create_ssl_context()
+            # a plain http:// endpoint never handshakes: a verifying context without loaded certificates (it
+            # would refuse any certificate) costs nothing to make
+            self._tls = (httpx.create_ssl_context() if not self.url.startswith("http://")
+                         else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
         limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         transport = CappedTransport(httpx.AsyncHTTPTransport(verify=self._tls, limits=limits), self.max_response_bytes)
         client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(self.timeout), headers=self.headers)
