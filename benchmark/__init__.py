@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 BENCHMARK_DIR = Path(__file__).resolve().parent
 
@@ -23,14 +23,18 @@ def benchmark_path(name: str, split: str = "test") -> Path:
         return candidate
     path = BENCHMARK_DIR / name / f"{split}.jsonl"
     if not path.is_file():
-        shipped = sorted(p.name for p in BENCHMARK_DIR.iterdir() if p.is_dir() and not p.name.startswith("_"))
+        shipped = sorted(p.name for p in BENCHMARK_DIR.iterdir()  # a benchmark holds split files (not subsets/)
+                         if p.is_dir() and not p.name.startswith("_") and any(p.glob("*.jsonl")))
         raise FileNotFoundError(f"no benchmark {name!r} split {split!r}; shipped: {', '.join(shipped) or 'none'}")
     return path
 
 
-def load(name: str = "v1", split: str = "test") -> list[dict[str, Any]]:
+def load(name: str = "v1", split: str = "test", *, check: Callable[[dict[str, Any]], str | None] | None = None
+         ) -> list[dict[str, Any]]:
     """Records of a benchmark split (one dict per sample, in file order); a file in the original
-    EnvSimBench format (a JSON list of ``step_detail`` samples) is read through the importer."""
+    EnvSimBench format (a JSON list of ``step_detail`` samples) is read through the importer. ``check``
+    adds what a run needs of each record (its problem or ``None``), reported at ``file:line`` like the
+    schema's own problems (``BenchmarkFileError``)."""
     path = benchmark_path(name, split)
     from envsim.construction.interop import is_envsimbench_file, read_envsimbench
 
@@ -47,8 +51,9 @@ def load(name: str = "v1", split: str = "test") -> list[dict[str, Any]]:
             raise BenchmarkFileError(f"{path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
         except RecursionError:
             raise BenchmarkFileError(f"{path}: JSON nested too deep") from None
-        return validate_records(_number_repeats(records), (f"{path}: record {i + 1}" for i in range(len(records))))
-    return read_jsonl_records(path)  # every line checked against the record schema, errors as file:line
+        return validate_records(_number_repeats(records), (f"{path}: record {i + 1}" for i in range(len(records))),
+                                check)
+    return read_jsonl_records(path, check)  # every line checked against the record schema, errors as file:line
 
 
 def _number_repeats(records: list[Any]) -> list[Any]:

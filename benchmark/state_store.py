@@ -19,7 +19,10 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
-import json
+import os
+import re
+import stat
+import zlib
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -27,13 +30,21 @@ import jsonpatch
 
 from envsim.delta import canonical_json, pointer_parts
 from envsim.envs.base import json_copy
+from envsim.jsonsafe import MAX_DEPTH, loads
+from envsim.patch_bounds import MAX_GROWTH_CHARS, MAX_PATCH_OPS, CopyBudget, PatchBoundError
 
 REF_PREFIX = "sha256:"
+#: A ref is exactly this (checked before the digest becomes a file name: no path can hide in it).
+REF_PATTERN = re.compile(r"sha256:[0-9a-f]{64}")
+#: Largest blob read, compressed or decompressed (the shipped τ-bench states are 3.1 MB at most).
+MAX_BLOB_BYTES = 32 * 2**20
 RESOLVED_FIELDS = ("state", "next_state", "final_state", "tools")
 
 
 class StateRefError(ValueError):
-    """A reference that does not resolve: a missing or corrupt blob, a patch that does not apply."""
+    """A reference that does not resolve: a malformed ref, a missing, oversized or corrupt blob, a stored patch
+    that does not apply or exceeds a bound (``envsim.patch_bounds``). The message names the record's field;
+    validation adds ``file:line``."""
 
 
 def blob_name(digest: str) -> str:
@@ -52,50 +63,117 @@ def write_blob(value: Any, folder: Path) -> str:
     return REF_PREFIX + digest
 
 
+def ref_digest(ref: Any, field: str = "state_ref.base") -> str:
+    """The hex digest of ``ref`` when it is exactly ``sha256:`` + 64 lowercase hex digits, else ``StateRefError``
+    (raised before any file is touched: the digest becomes a file name)."""
+    if not isinstance(ref, str) or REF_PATTERN.fullmatch(ref) is None:
+        raise StateRefError(f"{field} must be 'sha256:' + 64 lowercase hex digits, got {ref!r:.80}")
+    return ref[len(REF_PREFIX):]
+
+
+def _read_limited(path: Path) -> bytes:
+    """The bytes of the regular file ``path`` (never through a symbolic link, never blocking on a FIFO), at most
+    ``MAX_BLOB_BYTES``."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError("not a regular file")
+        data = handle.read(MAX_BLOB_BYTES + 1)
+    if len(data) > MAX_BLOB_BYTES:
+        raise OSError(f"larger than {MAX_BLOB_BYTES} bytes (MAX_BLOB_BYTES)")
+    return data
+
+
+def _gunzip_limited(data: bytes) -> bytes:
+    """One gzip member decompressed, refused past ``MAX_BLOB_BYTES`` (a decompression bomb stops there)."""
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    text = inflater.decompress(data, MAX_BLOB_BYTES + 1)
+    if len(text) > MAX_BLOB_BYTES:
+        raise ValueError(f"decompresses to more than {MAX_BLOB_BYTES} bytes (MAX_BLOB_BYTES)")
+    if not inflater.eof or inflater.unused_data:
+        raise ValueError("not one complete gzip stream")
+    return text
+
+
 @functools.lru_cache(maxsize=8)
-def load_blob(folder: str, ref: str) -> Any:
-    """The value of a blob (cached and shared: read-only); checks that its content matches its hash."""
-    if not isinstance(ref, str) or not ref.startswith(REF_PREFIX):
-        raise StateRefError(f"not a content reference: {ref!r:.80}")
-    digest = ref[len(REF_PREFIX):]
+def _blob(folder: str, digest: str) -> tuple[Any, int]:
+    """A blob's value and its canonical-JSON length in characters (cached and shared: read-only)."""
     path = Path(folder) / blob_name(digest)
     try:
-        text = gzip.decompress(path.read_bytes())
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise StateRefError(f"{path}: cannot read state blob ({exc})") from None
+        text = _gunzip_limited(_read_limited(path))
+    except (OSError, ValueError, zlib.error) as exc:
+        raise StateRefError(f"cannot read state blob {path} ({getattr(exc, 'strerror', None) or exc})") from None
     if hashlib.sha256(text).hexdigest() != digest:
-        raise StateRefError(f"{path}: content does not match its hash")
-    return json.loads(text)
+        raise StateRefError(f"state blob {path}: content does not match its hash")
+    try:
+        decoded = text.decode("utf-8")
+        return loads(decoded, max_depth=MAX_DEPTH), len(decoded)
+    except ValueError as exc:  # UnicodeDecodeError, JSON errors and limits
+        raise StateRefError(f"state blob {path}: not JSON ({str(exc)[:120]})") from None
 
 
-def apply_shared(base: Any, patch: list[dict[str, Any]]) -> Any:
-    """``patch`` applied to ``base`` without touching it: only containers on the patched paths are copied."""
+def load_blob(folder: str, ref: str, field: str = "state_ref.base") -> Any:
+    """The value of a blob (cached and shared: read-only). The ref is checked first (``ref_digest``), then the
+    file: a regular file of at most ``MAX_BLOB_BYTES`` compressed and decompressed, whose content matches its
+    hash; ``StateRefError`` names ``field`` otherwise."""
+    digest = ref_digest(ref, field)
+    try:
+        return _blob(str(folder), digest)[0]
+    except StateRefError as exc:
+        raise StateRefError(f"{field} {ref[:19]}…: {exc}") from None
+
+
+def _blob_chars(folder: str, ref: str) -> int:
+    return _blob(str(folder), ref_digest(ref))[1]
+
+
+def apply_shared(base: Any, patch: Any, budget: CopyBudget | None = None, field: str = "patch") -> Any:
+    """``patch`` applied to ``base`` without touching it: only containers on the patched paths are copied.
+
+    Bounded as answers are (``envsim.patch_bounds``): at most ``MAX_PATCH_OPS`` operations, and ``copy`` may
+    add at most the starting state's size plus ``MAX_GROWTH_CHARS`` characters (``budget``: shared by a chain
+    of patches resolved from one stored state). ``StateRefError`` names ``field``, the op and the bound."""
+    if not isinstance(patch, list):
+        raise StateRefError(f"{field} must be a list of RFC 6902 operations (got {type(patch).__name__})")
+    if len(patch) > MAX_PATCH_OPS:
+        raise StateRefError(f"{field} has {len(patch)} operations (limit MAX_PATCH_OPS = {MAX_PATCH_OPS})")
     if not patch:
         return base
+    budget = budget or CopyBudget.for_state(base)
     root = base.copy() if isinstance(base, (dict, list)) else base
     copied = {id(root)}
-    for op in patch:
-        for field in ("path", "from"):
-            parts = pointer_parts(op.get(field, "")) if isinstance(op.get(field), str) else []
+    for i, op in enumerate(patch):
+        if not isinstance(op, dict) or not isinstance(op.get("path"), str):
+            raise StateRefError(f"{field} op {i} is not an operation {{op, path, ...}}")
+        for key in ("path", "from"):
+            parts = pointer_parts(op.get(key, "")) if isinstance(op.get(key), str) else []
             node = root
             for part in parts[:-1]:
-                key: Any = int(part) if isinstance(node, list) and part.isdigit() else part
+                index: Any = int(part) if isinstance(node, list) and part.isdigit() else part
                 try:
-                    child = node[key]
+                    child = node[index]
                 except (KeyError, IndexError, TypeError):
                     break
                 if isinstance(child, (dict, list)) and id(child) not in copied:
                     child = child.copy()
-                    node[key] = child
+                    node[index] = child
                     copied.add(id(child))
                 node = child
         step = dict(op)
         if "value" in step:
             step["value"] = json_copy(step["value"])
         try:
+            if op.get("op") == "copy":  # the only op that amplifies: its size is counted before it is made
+                budget.charge_value(jsonpatch.JsonPointer(op.get("from", "")).resolve(root))
             root = jsonpatch.apply_patch(root, [step], in_place=True)
-        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, KeyError, IndexError, TypeError) as exc:
-            raise StateRefError(f"stored patch does not apply: {exc}") from None
+        except PatchBoundError as exc:
+            raise StateRefError(
+                f"{field} op {i} (copy {str(op.get('from'))[:40]} -> {str(op.get('path'))[:40]}): copies grow the "
+                f"state beyond {exc.limit} characters (limit: 2 x the starting state's {budget.state_chars()} "
+                f"characters + MAX_GROWTH_CHARS {MAX_GROWTH_CHARS}); stopped before copying") from None
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, KeyError, IndexError, TypeError,
+                ValueError, AttributeError, RecursionError) as exc:
+            raise StateRefError(f"{field} op {i} does not apply: {str(exc)[:120]}") from None
     return root
 
 
@@ -107,17 +185,24 @@ class StoredRecord(dict):
     def _resolve(self, key: str) -> Any:
         ref = dict.get(self, "state_ref")
         if key == "tools":
-            return load_blob(self.folder, dict.__getitem__(self, "tools_ref"))
+            return load_blob(self.folder, dict.__getitem__(self, "tools_ref"), "tools_ref")
         if not isinstance(ref, Mapping):
-            raise KeyError(key)
-        state = apply_shared(load_blob(self.folder, ref.get("base")), ref.get("patch") or [])
+            raise StateRefError(f"state_ref must be an object {{base, patch}} (got {type(ref).__name__})")
+        base = load_blob(self.folder, ref.get("base"), "state_ref.base")
+        # one growth budget for the whole chain: the stored state's patch, then the record's or the steps'
+        budget = CopyBudget(lambda: _blob_chars(self.folder, ref["base"]))
+        state = apply_shared(base, [] if ref.get("patch") is None else ref["patch"], budget, "state_ref.patch")
         if key == "state":
             return state
         if key == "next_state" and "patch" in self:
-            return apply_shared(state, dict.__getitem__(self, "patch"))
+            return apply_shared(state, dict.__getitem__(self, "patch"), budget, "patch")
         if key == "final_state" and "steps" in self:
-            for step in dict.__getitem__(self, "steps"):
-                state = apply_shared(state, step.get("patch") or [])
+            steps = dict.__getitem__(self, "steps")
+            if not isinstance(steps, list):
+                raise StateRefError(f"steps must be a list (got {type(steps).__name__})")
+            for i, step in enumerate(steps):
+                patch = step.get("patch", []) if isinstance(step, dict) else None
+                state = apply_shared(state, patch, budget, f"steps[{i}].patch")
             return state
         raise KeyError(key)
 

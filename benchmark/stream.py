@@ -1,8 +1,9 @@
 """Benchmark records one at a time: an evaluation holds the record being scored, not the whole split.
 
-``open_stream(name, split, limit)`` checks every line of the split before a run starts (``check_file``: the
-checks and ``file:line`` messages of ``load``, keeping only the ids) and returns a ``RecordStream``: its
-``total``, the ``--limit`` cut (evenly spaced, as ``load`` + ``evenly_spaced`` gives) and an iterator that reads,
+``open_stream(name, split, limit, check=, select=)`` checks every line of the split before a run starts
+(``check_file``: the checks and ``file:line`` messages of ``load``, the run's own ``check`` included, keeping only
+the ids) and returns a ``RecordStream``: its ``total``, the samples ``select`` keeps (``--ids``), the ``--limit``
+cut (evenly spaced, as ``load`` + ``evenly_spaced`` gives) and an iterator that reads,
 decodes with the strict rules (``jsonsafe.loads``), resolves stored states and compacts
 (``compact.share_unchanged``) each record when its turn comes. Only what the strict decoder alone refuses
 (NaN, an integer too long, nesting deeper than 200) is found then, and stops the run at that line (what was
@@ -15,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 CHUNK = 1 << 20
 
@@ -41,9 +42,20 @@ def file_sha256(path: Path) -> str:
 
 def limit_positions(total: int, limit: int | None) -> range | list[int]:
     """Positions of the samples a ``--limit`` keeps (``evaluation.single_run.evenly_spaced``'s choice)."""
-    if limit is not None and 0 <= limit < total:
-        return [i * total // limit for i in range(limit)]
-    return range(total)
+    return cut_positions(range(total), limit)
+
+
+def cut_positions(positions: Sequence[int], limit: int | None) -> Sequence[int]:
+    """``limit`` of ``positions`` evenly spaced (``evaluation.single_run.evenly_spaced``'s choice), else all."""
+    if limit is not None and 0 <= limit < len(positions):
+        return [positions[i * len(positions) // limit] for i in range(limit)]
+    return positions
+
+
+#: What a run needs of every record beyond the schema (``validation.RecordCheck``): its problem, or ``None``.
+RecordCheck = Callable[[dict[str, Any]], "str | None"]
+#: The positions a run keeps, given the split's ids in file order (``evaluation.subsets.select_positions``).
+Selection = Callable[[list[str]], Sequence[int]]
 
 
 @dataclass
@@ -52,7 +64,7 @@ class RecordStream:
 
     path: Path
     total: int
-    positions: range | list[int]
+    positions: Sequence[int]
     records: list[dict[str, Any]] | None = None   # a file in the original format, read whole
 
     def __len__(self) -> int:
@@ -64,10 +76,11 @@ class RecordStream:
         return _read_jsonl(self.path, self.positions)
 
 
-def open_stream(name: str, split: str = "test", limit: int | None = None) -> RecordStream:
-    """The samples of a benchmark split (cut by ``limit``); raises ``FileNotFoundError`` / ``ValueError``
-    (``BenchmarkFileError``) for a missing or unreadable file, and checks the first sample now, so a file
-    that is not a benchmark is refused before a run starts."""
+def open_stream(name: str, split: str = "test", limit: int | None = None, *, check: RecordCheck | None = None,
+                select: Selection | None = None) -> RecordStream:
+    """The samples of a benchmark split: those ``select`` keeps (all without it), cut by ``limit``. Every record is
+    checked now (the schema, repeated ids and ``check``), so a bad file is refused before a run starts; raises
+    ``FileNotFoundError`` / ``ValueError`` (``BenchmarkFileError``, or what ``select`` raises)."""
     from envsim.benchmark import benchmark_path, load
     from envsim.construction.interop import is_envsimbench_file
 
@@ -77,29 +90,32 @@ def open_stream(name: str, split: str = "test", limit: int | None = None) -> Rec
     except (UnicodeDecodeError, OSError):
         original = False
     if original:
-        records = load(name, split)
+        records = load(name, split, check=check)
         from envsim.benchmark.compact import compact_records
 
         compact_records(records)
-        return RecordStream(path, len(records), limit_positions(len(records), limit), records)
-    try:
-        total = check_file(path)
-    except OSError as exc:
-        from envsim.benchmark.validation import BenchmarkFileError
+        ids = [str(r["id"]) for r in records]
+    else:
+        try:
+            ids = check_file(path, check)
+        except OSError as exc:
+            from envsim.benchmark.validation import BenchmarkFileError
 
-        raise BenchmarkFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return RecordStream(path, total, limit_positions(total, limit))
+            raise BenchmarkFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        records = None
+    chosen = select(ids) if select is not None else range(len(ids))
+    return RecordStream(path, len(ids), cut_positions(chosen, limit), records)
 
 
-def check_file(path: Path) -> int:
+def check_file(path: Path, check: RecordCheck | None = None) -> list[str]:
     """Check every line of a JSONL benchmark before a run starts, as ``load`` does (UTF-8, JSON, the record
-    schema, repeated ids; ``BenchmarkFileError`` at ``file:line``), keeping nothing but the ids; returns the
-    number of records. Lines are decoded by the C decoder here; the strict number and depth rules of
+    schema, repeated ids, ``check``; ``BenchmarkFileError`` at ``file:line``), keeping nothing but the ids;
+    returns them in file order. Lines are decoded by the C decoder here; the strict number and depth rules of
     ``jsonsafe.loads`` are applied when each record is read for its turn."""
     import json
 
     from envsim.benchmark.state_store import has_refs, resolve, state_folder
-    from envsim.benchmark.validation import BenchmarkFileError, _short, parse_line, record_problem
+    from envsim.benchmark.validation import BenchmarkFileError, _short, checked_problem, parse_line
 
     folder = state_folder(path)
     seen: dict[str, int] = {}
@@ -115,16 +131,16 @@ def check_file(path: Path) -> int:
                 record = parse_line(raw, place)  # raises with the precise reason
             if has_refs(record):
                 record = resolve(record, folder)
-            problem = record_problem(record)
+            problem = checked_problem(record, check)
             if problem is None and record["id"] in seen:
                 problem = f"duplicate id {_short(record['id'])} (first at {path}:{seen[record['id']]})"
             if problem is not None:
                 raise BenchmarkFileError(f"{place}: {problem}")
             seen[record["id"]] = number
-    return len(seen)
+    return [str(sample_id) for sample_id in seen]
 
 
-def _read_jsonl(path: Path, positions: range | list[int]) -> Iterator[dict[str, Any]]:
+def _read_jsonl(path: Path, positions: Sequence[int]) -> Iterator[dict[str, Any]]:
     """The records at ``positions`` (among the non-blank lines), each checked, resolved and compacted."""
     from envsim.benchmark.compact import share_unchanged
     from envsim.benchmark.state_store import has_refs, resolve, state_folder

@@ -5,13 +5,15 @@ A benchmark file can come from anywhere (``--benchmark PATH``). Every problem is
 not UTF-8, a line that is not strict JSON (NaN, an integer longer than Python reads, nesting deeper
 than ``MAX_DEPTH``), a line that is not an object, a missing or mistyped field, a duplicate id, an
 ``env`` that would import code (``module:Class`` of a module the user did not trust: a benchmark file is
-data, see ``envsim.envs.trust``).
+data, see ``envsim.envs.trust``), a stored-state reference that does not resolve within its bounds
+(``benchmark.state_store``: a malformed digest, a missing or corrupt blob, a patch past ``envsim.patch_bounds``),
+and whatever the caller's ``check`` refuses (``--prompt-mode mdp-view``: tool code Python cannot parse).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from envsim.envs.registry import refusal as env_refusal
 from envsim.jsonsafe import MAX_DEPTH, JSONLimitError, loads
@@ -71,12 +73,29 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def validate_records(records: Iterable[Any], where: Iterable[str]) -> list[dict[str, Any]]:
-    """Check records (``where`` names each one, e.g. ``file:line``); raise on the first problem or a repeated id."""
+#: An extra check of one record (what a particular run needs of it): its problem, or ``None``.
+RecordCheck = Callable[[dict[str, Any]], "str | None"]
+
+
+def checked_problem(record: Any, check: RecordCheck | None = None) -> str | None:
+    """``record_problem`` and then ``check``; a stored-state reference that does not resolve is the record's
+    problem (``StateRefError``: its field and why), never an exception out of validation."""
+    from envsim.benchmark.state_store import StateRefError
+
+    try:
+        return record_problem(record) or (check(record) if check is not None else None)
+    except StateRefError as exc:
+        return str(exc)
+
+
+def validate_records(records: Iterable[Any], where: Iterable[str],
+                     check: RecordCheck | None = None) -> list[dict[str, Any]]:
+    """Check records (``where`` names each one, e.g. ``file:line``); raise on the first problem or a repeated id.
+    ``check`` adds what this run needs of every record (see ``checked_problem``)."""
     seen: dict[str, str] = {}
     out = []
     for record, place in zip(records, where):
-        problem = record_problem(record)
+        problem = checked_problem(record, check)
         if problem is None and record["id"] in seen:
             problem = f"duplicate id {_short(record['id'])} (first at {seen[record['id']]})"
         if problem is not None:
@@ -106,8 +125,9 @@ def parse_line(raw: bytes, place: str) -> Any:
         raise BenchmarkFileError(f"{place}: not a JSON line ({exc})") from None
 
 
-def read_jsonl_records(path: Path) -> list[dict[str, Any]]:
-    """All records of a JSONL benchmark file, each checked; raises ``BenchmarkFileError`` at ``file:line``."""
+def read_jsonl_records(path: Path, check: RecordCheck | None = None) -> list[dict[str, Any]]:
+    """All records of a JSONL benchmark file, each checked (and by ``check``); raises ``BenchmarkFileError`` at
+    ``file:line``."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -124,4 +144,4 @@ def read_jsonl_records(path: Path) -> list[dict[str, Any]]:
 
     folder = state_folder(path)  # records of large-state tracks name content-addressed states: resolved on read
     rows = [resolve(row, folder) if has_refs(row) else row for row in rows]
-    return validate_records(rows, places)
+    return validate_records(rows, places, check)

@@ -94,7 +94,10 @@ def excluded_ids(paths: Sequence[Path]) -> set[str]:
 
 def given_envs(given: Sequence[str], split: str, domains: dict[str, str]) -> list[str]:
     """Resolve ``--env`` ids (adds their domains to ``domains``); a ``module:Class`` the caller names is trusted
-    (their own choice); foreign and plugin environments never go to a train split."""
+    (their own choice) and may go to a train split (``construction.own_env``: split by explorer episodes);
+    BFCL classes, tracks and plugin environments never do."""
+    from envsim.construction.own_env import is_own_target
+
     from envsim.envs.registry import UnknownEnvironment, get_env, registry
     from envsim.envs.trust import trust_target
 
@@ -108,8 +111,9 @@ def given_envs(given: Sequence[str], split: str, domains: dict[str, str]) -> lis
             raise ConstructStopped(f"--env {env_id}: {exc}") from None
         if not cls.tool_specs():
             raise ConstructStopped(f"--env {env_id}: the environment has no tools")
-        if split == "train" and env_id not in builtin:
-            raise ConstructStopped(f"--env {env_id}: foreign and plugin environments are held out from training")
+        if split == "train" and env_id not in builtin and not is_own_target(env_id):
+            raise ConstructStopped(f"--env {env_id}: foreign and plugin environments are held out from training "
+                                   "(a class of your own goes to a train split when named as --env module:Class)")
         domains[env_id] = cls.env_domain()
         env_ids.append(env_id)
     return env_ids

@@ -22,7 +22,8 @@ from envsim.construction.explorer import ExplorerPolicy
 from envsim.construction.rollout import rollout
 from envsim.delta import canonical_json
 from envsim.envs.registry import get_env
-from envsim.envs.source import env_version, tool_code
+from envsim.construction.labelling import record_code
+from envsim.envs.source import env_version
 
 STEP_FIELDS = ("action", "tool", "code", "observation", "patch", "delta_size", "outcome", "stratum", "arg_count")
 
@@ -44,10 +45,7 @@ def candidate_episodes(env_id: str, seed: int, episodes: int, max_length: int = 
         steps = []
         for t in rollout(cls, state, ExplorerPolicy(seed=base * 100_003 + episode), max_length):
             if t.tool not in codes:
-                try:
-                    codes[t.tool] = tool_code(cls, t.tool)
-                except KeyError:
-                    codes[t.tool] = f"# tool {t.tool!r} does not exist in {cls.__name__}\n"
+                codes[t.tool] = record_code(cls, t.tool)
             steps.append({"action": t.action.to_json(), "tool": t.tool, "code": codes[t.tool],
                           "observation": t.observation,
                           "patch": t.patch, "delta_size": t.delta_size, "outcome": t.outcome, "stratum": t.stratum,
@@ -210,7 +208,7 @@ def load_episodes(name: str = "v2", split: str = "chained") -> list[dict[str, An
     import json
 
     from envsim.benchmark import benchmark_path
-    from envsim.benchmark.state_store import has_refs, resolve, state_folder
+    from envsim.benchmark.state_store import StateRefError, has_refs, resolve, state_folder
 
     path = benchmark_path(name, split)
     episodes = []
@@ -224,10 +222,15 @@ def load_episodes(name: str = "v2", split: str = "chained") -> list[dict[str, An
                 raise ValueError(f"{path}:{number}: not a JSON line ({exc})") from None
             if has_refs(episode):  # a large-state track: states stored once, resolved on read
                 episode = resolve(episode, state_folder(path))
-            if not (isinstance(episode, dict) and isinstance(episode.get("state"), dict)
-                    and isinstance(episode.get("steps"), list) and episode["steps"]
-                    and all(isinstance(s, dict) and isinstance(s.get("action"), dict) for s in episode["steps"])
-                    and isinstance(episode.get("id"), str) and isinstance(episode.get("env"), str)):
+            try:  # resolving refs here names a bad one at its line (bounded: benchmark.state_store)
+                shaped = (isinstance(episode, dict) and isinstance(episode.get("state"), dict)
+                          and isinstance(episode.get("steps"), list) and episode["steps"]
+                          and all(isinstance(s, dict) and isinstance(s.get("action"), dict) for s in episode["steps"])
+                          and isinstance(episode.get("id"), str) and isinstance(episode.get("env"), str)
+                          and isinstance(episode.get("final_state", {}), dict))
+            except StateRefError as exc:
+                raise ValueError(f"{path}:{number}: {exc}") from None
+            if not shaped:
                 raise ValueError(f"{path}:{number}: not a chained episode (needs id, env, state and steps with actions)")
             episode.setdefault("length", len(episode["steps"]))
             episodes.append(episode)

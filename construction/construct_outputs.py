@@ -17,16 +17,30 @@ def stratum_line(stats: dict[str, Any]) -> str:
 def write_with_stats(records: Sequence[dict[str, Any]], out: Path, stats: dict[str, Any], stats_md: str, *,
                      kind: str, pool: int | None, lines: Sequence[str], fmt: str = "envsim") -> ConstructSummary:
     """Write ``records`` to ``out`` (JSONL, or the original EnvSimBench JSON list with ``fmt="envsimbench"``),
-    ``stats`` to OUT.stats.json and ``stats_md`` to OUT.stats.md; return the summary."""
+    ``stats`` to OUT.stats.json and ``stats_md`` to OUT.stats.md; return the summary.
+
+    In JSONL, the states of large-state environments are stored once under ``<stem>_states/`` beside ``out``
+    (``construction.stored_states``); the original's layout always holds whole states."""
+    from envsim.benchmark.state_store import state_folder
     from envsim.construction.interop import write_envsimbench
     from envsim.construction.pipeline import write_jsonl
+    from envsim.construction.stored_states import store_large_states, stores_states
 
+    extra: tuple[Path, ...] = ()
     if fmt == "envsimbench":  # the original's layout: one JSON list that its Evaluation/10.eval_model.py reads
         write_envsimbench(list(records), out)
     else:
-        write_jsonl(records, out)
+        folder = state_folder(out)
+        rows = store_large_states(records, folder)
+        write_jsonl(rows, out)
+        if stores_states(rows):
+            extra = (folder,)
     stats_json, stats_md_path = out.with_suffix(".stats.json"), out.with_suffix(".stats.md")
     stats_json.write_text(json.dumps(stats, indent=2) + "\n")
     stats_md_path.write_text(stats_md)
+    if stats.get("views"):  # records whose views construction verified: counts and widenings on the console
+        from envsim.construction.stats import view_line
+
+        lines = [*lines, view_line(stats["views"])]
     return ConstructSummary(kind=kind, out=out, written=len(records), pool=pool, stats=stats, stats_json=stats_json,
-                            stats_md=stats_md_path, lines=tuple(lines))
+                            stats_md=stats_md_path, lines=tuple(lines), extra_paths=extra)

@@ -17,3 +17,7 @@ class InvalidConstructOption(ConstructStopped, ValueError):
         super().__init__(f"{option}: {message}" if option else message)
         self.option = option
         self.message = message
+
+
+class ToolCodeMissing(ConstructStopped):
+    """A tool ran but its source (``code(a_t)``) cannot be found: no record may show code that is not the tool's."""

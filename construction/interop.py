@@ -187,8 +187,11 @@ def is_envsimbench_file(path: str | Path) -> bool:
 
 
 def write_envsimbench(records: Iterable[dict[str, Any]], path: str | Path) -> int:
-    """Write records as the original's data file: one JSON list, one sample per line; returns the count."""
-    rows = [json.dumps(to_envsimbench(r), ensure_ascii=False, sort_keys=True) for r in records]
+    """Write records as the original's data file: one JSON list, one sample per line; returns the count.
+    Records whose states are stored once (``state_ref``) are written with their whole states."""
+    from envsim.construction.stored_states import materialise
+
+    rows = [json.dumps(to_envsimbench(r), ensure_ascii=False, sort_keys=True) for r in materialise(records)]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("[\n" + ",\n".join(rows) + "\n]\n" if rows else "[]\n", encoding="utf-8")

@@ -7,7 +7,8 @@ from typing import Any, Iterable, Iterator
 
 from envsim.delta import canonical_json
 from envsim.envs.base import Environment
-from envsim.envs.source import tool_code
+from envsim.construction.errors import ToolCodeMissing
+from envsim.envs.source import ToolSourceNotFound, tool_code
 from envsim.records import Transition
 
 RECORD_FIELDS = ("id", "env", "env_version", "tool", "action", "state", "code", "observation", "next_state",
@@ -21,14 +22,26 @@ def sample_id(env_id: str, state: dict[str, Any], action: dict[str, Any]) -> str
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
+def record_code(env_class: type[Environment], tool: str) -> str:
+    """``code(a_t)`` of a record: the source of what ran for ``tool`` (see ``envsim.envs.source.tool_code``).
+
+    Only a call of a tool the environment does not have (answered "Unknown tool") gets a comment saying so;
+    a tool that ran without findable source raises ``ToolCodeMissing``, naming the tool."""
+    try:
+        return tool_code(env_class, tool)
+    except ToolSourceNotFound as exc:
+        raise ToolCodeMissing(f"{env_class.env_id()}: {exc}") from exc
+    except KeyError:
+        if tool in env_class.tool_specs():
+            raise
+        return f"# tool {tool!r} does not exist in {env_class.__name__}\n"
+
+
 def to_record(transition: Transition, env_class: type[Environment], split: str) -> dict[str, Any]:
     """A benchmark record in the public field order, plus ``changed_paths`` (diagnostics) and, for wrapped
     foreign classes, ``origin`` (the ``module:Class`` the environment came from)."""
     action = transition.action.to_json()
-    try:
-        code = tool_code(env_class, transition.tool)
-    except KeyError:  # an unknown tool was called: there is no code to show
-        code = f"# tool {transition.tool!r} does not exist in {env_class.__name__}\n"
+    code = record_code(env_class, transition.tool)
     record = {
         "id": sample_id(transition.env, transition.state, action),
         "env": transition.env,
@@ -51,7 +64,18 @@ def to_record(transition: Transition, env_class: type[Environment], split: str) 
     origin = getattr(env_class, "_origin", "")
     if origin:  # wrapped foreign classes only (built-in records keep the v1 field set)
         record["origin"] = origin
+    if checks_views(env_class):  # the user's own environments: every view verified (field ``view``)
+        from envsim.envs.views.verify import verify_record_view
+
+        verify_record_view(env_class, record)
     return record
+
+
+def checks_views(env_class: type[Environment]) -> bool:
+    """Whether construction verifies the views of this environment's records (``envsim.envs.views.verify``):
+    every environment but EnvSim's built-in library and its namespaced tracks (``bfcl/``, ``tau/``), whose
+    shipped records stay byte-identical (their views are checked by tests instead)."""
+    return not env_class.__module__.startswith("envsim.envs.library") and "/" not in env_class.env_id()
 
 
 def deduplicate(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:

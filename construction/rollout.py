@@ -27,10 +27,11 @@ def rollout(env_class: type[Environment], state: dict[str, Any], policy: Policy,
 
 def seeded_rollouts(env_class: type[Environment], seed: int, episodes: int, steps: int,
                     *, check_determinism: bool = False) -> Iterator[Transition]:
-    """``episodes`` explorer rollouts of ``steps`` calls, episode ``i`` starting from ``sample_state(seed + i)``."""
-    from envsim.construction.explorer import ExplorerPolicy
+    """``episodes`` explorer rollouts of ``steps`` calls, episode ``i`` starting from ``sample_state(seed + i)``
+    (``state_explorer.explorer_for``: the built-ins' ``ExplorerPolicy``, or ``StateExplorer`` for a user's class)."""
+    from envsim.construction.state_explorer import explorer_for
 
     for episode in range(episodes):
-        policy = ExplorerPolicy(seed=seed * 100_003 + episode)
+        policy = explorer_for(env_class, seed * 100_003 + episode)
         yield from rollout(env_class, env_class.sample_state(seed + episode), policy, steps,
                            check_determinism=check_determinism)

@@ -11,8 +11,10 @@ from envsim.construction.errors import ConstructStopped, InvalidConstructOption
 
 
 def replayed_pool(options: ConstructOptions) -> list[dict[str, Any]]:
-    """Records of the replayed ``options.replay_log``; a training split refuses held-out and foreign environments."""
+    """Records of the replayed ``options.replay_log``; a training split refuses held-out and foreign environments
+    other than the user's own ``module:Class`` (whose tasks are the split: ``construction.own_env``)."""
     from envsim.construction.labelling import deduplicate, to_record
+    from envsim.construction.own_env import is_own_target
     from envsim.construction.policies import ReplayError, replay_log as replay
     from envsim.construction.splits import LeakError, assert_no_test_envs
 
@@ -22,7 +24,7 @@ def replayed_pool(options: ConstructOptions) -> list[dict[str, Any]]:
         records = list(deduplicate(to_record(t, cls, options.split) for cls, t in replay(options.replay_log)))
         if options.split == "train":
             assert_no_test_envs((r["env"] for r in records), options.version)
-            foreign = sorted({r["env"] for r in records if r.get("origin")})
+            foreign = sorted({r["env"] for r in records if r.get("origin") and not is_own_target(r["env"])})
             if foreign:  # wrapped foreign classes (BFCL, module:Class) are held out from training
                 raise LeakError(f"foreign environments are held out from training: {', '.join(foreign[:5])}")
     except (ReplayError, LeakError) as exc:
@@ -56,13 +58,22 @@ def agent_pool(options: ConstructOptions, env_ids: Sequence[str]) -> list[dict[s
 
 
 def explorer_pool(options: ConstructOptions, env_ids: Sequence[str]) -> list[dict[str, Any]]:
-    """Records of seeded explorer rollouts (``options.episodes`` x ``options.steps`` per environment)."""
+    """Records of seeded explorer rollouts (``options.episodes`` x ``options.steps`` per environment); a user's
+    ``module:Class`` is split by episodes (``construction.own_env``), after the registry's environments."""
+    from envsim.construction.own_env import is_own_target, own_env_records
     from envsim.construction.pipeline import build_pool
     from envsim.progress import progress as tqdm
 
+    registry_ids = [e for e in env_ids if not is_own_target(e)]
     with tqdm(total=len(env_ids), desc=f"rollouts ({options.split})", unit="env") as bar:
-        return build_pool(list(env_ids), options.seed, options.episodes, options.steps, options.split,
-                          workers=options.workers, progress=bar)
+        records = build_pool(registry_ids, options.seed, options.episodes, options.steps, options.split,
+                             workers=options.workers, progress=bar) if registry_ids else []
+        for env_id in env_ids:
+            if is_own_target(env_id):
+                records += own_env_records(env_id, options.seed, options.episodes, options.steps, options.split,
+                                           workers=options.workers)
+                bar.update(1)
+    return records
 
 
 def build_single_split(options: ConstructOptions, env_ids: Sequence[str], excluded: set[str],
@@ -72,7 +83,8 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
     from envsim.construction.composition import CompositionError, load_spec, stratified_sample
     from envsim.construction.pipeline import spread_sample
     from envsim.construction.stats import record_stats, record_token_stats, stats_markdown
-    from envsim.evaluation.prompts import default_prompt_version
+    from envsim.construction.stored_states import has_large_state
+    from envsim.evaluation.prompts import VIEW_PROMPT_VERSION, default_prompt_version
 
     if options.policy == "replay":
         pool = replayed_pool(options)
@@ -89,7 +101,10 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
         except CompositionError as exc:
             raise ConstructStopped(f"{exc}; try more --episodes/--steps") from None
     stats: dict[str, Any] = record_stats(records, domains)
-    stats["tokens"] = record_token_stats(records, prompt_version=default_prompt_version(options.version))
+    if has_large_state(records):  # a whole-state prompt of a production database fits no model: views
+        stats["tokens"] = record_token_stats(records, prompt_mode="mdp-view", prompt_version=VIEW_PROMPT_VERSION)
+    else:
+        stats["tokens"] = record_token_stats(records, prompt_version=default_prompt_version(options.version))
     out = options.out
     lines = (f"{len(records)} records from {stats['environments']} environments in {stats['domains']} domains "
              f"(pool {len(pool)}) -> {out}", stratum_line(stats))

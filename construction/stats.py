@@ -22,7 +22,36 @@ def record_stats(records: Iterable[dict[str, Any]], domains: dict[str, str] | No
         "by_arity": {str(k): v for k, v in sorted(Counter(r["arg_count"] for r in rows).items())},
         "by_domain": dict(sorted(Counter(domains.get(r["env"], "unknown") for r in rows).items())),
         "by_env": dict(sorted(Counter(r["env"] for r in rows).items())),
+        **({"views": view_stats(rows)} if any("view" in r for r in rows) else {}),
     }
+
+
+def view_stats(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """How construction's verification went (records with a ``view`` field, see ``envsim.envs.views.verify``):
+    checked, verified, widened per widening and per tool, not verified."""
+    checked = [r for r in rows if isinstance(r.get("view"), dict)]
+    by_tool: dict[str, Counter] = {}
+    for r in checked:
+        counts = by_tool.setdefault(r["tool"], Counter())
+        counts["checked"] += 1
+        if r["view"].get("widening"):
+            counts[r["view"]["widening"]] += 1
+        if not r["view"].get("verified"):
+            counts["not_verified"] += 1
+    widened = Counter(r["view"]["widening"] for r in checked if r["view"].get("widening"))
+    return {"checked": len(checked), "verified": sum(bool(r["view"].get("verified")) for r in checked),
+            "widened": sum(widened.values()), "by_widening": dict(sorted(widened.items())),
+            "by_tool": {tool: dict(sorted(c.items())) for tool, c in sorted(by_tool.items())}}
+
+
+def view_line(views: dict[str, Any]) -> str:
+    """The console line: unverified views first, then verified and widened ones with their tools."""
+    failed = views["checked"] - views["verified"]
+    parts = [f"views: {failed} NOT verified (not even the whole state reproduced them)"] if failed else ["views:"]
+    parts.append(f"{views['verified']} of {views['checked']} verified on the record, {views['widened']} widened")
+    widened = [f"{tool} {k} {n}" for tool, c in views["by_tool"].items() for k, n in c.items()
+               if k not in ("checked", "not_verified")]
+    return " ".join(parts) + (f" ({', '.join(widened)})" if widened else "")
 
 
 def token_stats_by_stratum(rows: Iterable[dict[str, Any]], prompt_tokens: Callable[[dict[str, Any]], int],
@@ -101,4 +130,14 @@ def stats_markdown(title: str, stats: dict[str, Any]) -> str:
         f"Samples per environment: min {min(stats['by_env'].values(), default=0)}, "
         f"max {max(stats['by_env'].values(), default=0)}.", "",
         *([tokens_markdown(stats["tokens"])] if stats.get("tokens") else []),
+        *([views_markdown(stats["views"])] if stats.get("views") else []),
     ])
+
+
+def views_markdown(views: dict[str, Any]) -> str:
+    """The view verification counts as Markdown (per tool: checked, widened to records / collections / state)."""
+    lines = ["### State views verified at construction", "", view_line(views) + ".", "",
+             "| tool | checked | records | collections | state | not verified |", "|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {tool} | {c.get('checked', 0)} | {c.get('records', 0)} | {c.get('collections', 0)} | "
+              f"{c.get('state', 0)} | {c.get('not_verified', 0)} |" for tool, c in views["by_tool"].items()]
+    return "\n".join(lines) + "\n"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import random
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from envsim.construction.composition import Spec, stratified_sample
 from envsim.construction.traced_labelling import StateDigest, label_traced
@@ -70,9 +70,15 @@ def _record(env_class: type[Environment], transition: Transition, base_ref: str,
     }
 
 
-def replay_tasks(domain: str, split: str, base_ref: str, tools_ref: str,
-                 record_split: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Samples and chained episodes from replaying the ground-truth calls of a τ-bench task split."""
+#: ``extra(env_class, state, task_index, step, task_actions)``: more calls to label on a replayed state.
+ExtraCalls = Callable[..., list[Action]]
+
+
+def replay_tasks(domain: str, split: str, base_ref: str, tools_ref: str, record_split: str,
+                 extra: ExtraCalls | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Samples and chained episodes from replaying the ground-truth calls of a τ-bench task split; ``extra``
+    gives more calls labelled on each replayed state (before the task's call), recorded after the task's own
+    with source ``explorer:<split>:<task>``."""
     env_class = tau_env(domain)
     initial = env_class.sample_state(0)
     initial_digest = StateDigest.of(initial)
@@ -89,6 +95,14 @@ def replay_tasks(domain: str, split: str, base_ref: str, tools_ref: str,
                              f"task:{split}:{task_index}")
             record.update(task=task_index, step=step)
             records.append(record)
+            for number, call in enumerate(extra(env_class, state, task_index, step, actions) if extra else []):
+                labelled, _ = label_traced(env_class, state, call, digest=digest)
+                call_id = _sample_id(env_class.env_id(), digest.hexdigest(), call,
+                                     f"{split}/{task_index}/{step}/explorer/{number}")
+                explored = _record(env_class, labelled, base_ref, tools_ref, state_patch, call_id, record_split,
+                                   f"explorer:{split}:{task_index}")
+                explored.update(task=task_index, step=step)
+                records.append(explored)
             steps.append({k: record[k] for k in ("action", "arg_count", "code", "delta_size", "observation",
                                                  "outcome", "patch", "stratum", "tool")} | {"index": step})
             touched |= {tuple(pointer_parts(p)[:2]) for p in transition.changed_paths if p.count("/") >= 2}
@@ -194,9 +208,11 @@ def test_call_keys(domains: Sequence[str] = DOMAINS) -> set[str]:
             for actions in task_actions(d, "test") for a in actions}
 
 
-def training_pool(folder: Path, domains: Sequence[str] = DOMAINS, split: str = "train") -> list[dict[str, Any]]:
-    """Training samples from τ-bench's train (or dev) tasks. A call identical to a test task's call (retail's
-    train tasks repeat 12 of them) is dropped: no test task's call reaches a training file."""
+def training_pool(folder: Path, domains: Sequence[str] = DOMAINS, split: str = "train",
+                  extra: ExtraCalls | None = None) -> list[dict[str, Any]]:
+    """Training samples from τ-bench's train (or dev) tasks (and ``extra`` calls on their states, see
+    ``replay_tasks``). A call identical to a test task's call (retail's train tasks repeat 12 of them) is
+    dropped: no test task's call reaches a training file."""
     from envsim.benchmark.state_store import write_blob
 
     held_out = test_call_keys(domains)
@@ -205,7 +221,7 @@ def training_pool(folder: Path, domains: Sequence[str] = DOMAINS, split: str = "
         env_class = tau_env(domain)
         base_ref = write_blob(env_class.sample_state(0), folder)
         tools_ref = write_blob(env_class.tool_schemas(), folder)
-        records += [r for r in replay_tasks(domain, split, base_ref, tools_ref, "train")[0]
+        records += [r for r in replay_tasks(domain, split, base_ref, tools_ref, "train", extra)[0]
                     if canonical_json([r["env"], r["action"]]) not in held_out]
     return records
 

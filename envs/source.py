@@ -4,6 +4,10 @@
 class (``self._helper(...)``, ``self.other_tool(...)``) and to plain functions defined in the
 environment's own module or in ``envsim`` helper modules. Module-level constants the code reads
 are listed after the functions, so the snippet is self-contained for a reader.
+
+A tool the class's own source does not define (attached after the class statement, wrapped with
+``functools.wraps``, inherited, delegating to a toolkit object) is followed from the callable the executor
+runs (``envsim.envs.source_follow``); a tool without any source raises ``ToolSourceNotFound``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,11 @@ import inspect
 import sys
 import textwrap
 from typing import Any, Callable
+
+from envsim.envs.source_follow import (ToolSourceNotFound, attribute_classes, called_chains, class_function,
+                                       delegated_function, function_node, owner_class, running_function)
+
+__all__ = ["SOURCE_ATTRIBUTE", "ToolSourceNotFound", "class_source", "env_version", "tool_code"]
 
 SOURCE_ATTRIBUTE = "_envsim_source"   # adapters of string code set the class source here
 
@@ -88,6 +97,19 @@ def _is_constant(obj: Any) -> bool:
     return False
 
 
+def _literal_constants(source: str) -> dict[str, Any]:
+    """Module-level ``NAME = <literal>`` assignments of a class source given as a string (its module is never
+    imported: the values are read from the syntax tree)."""
+    constants: dict[str, Any] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                constants[node.targets[0].id] = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+    return constants
+
+
 @functools.lru_cache(maxsize=4096)
 def tool_code(cls: type, tool_name: str) -> str:
     """Source of the tool method plus the methods and helper functions it calls, followed transitively
@@ -97,13 +119,16 @@ def tool_code(cls: type, tool_name: str) -> str:
         return declared[tool_name]
     methods = _method_nodes(cls)
     if tool_name not in methods:
-        raise KeyError(f"{cls.__name__} has no method {tool_name!r}")
+        return _followed_tool_code(cls, tool_name)
     source_lines = class_source(cls).splitlines()
     module = sys.modules.get(cls.__module__)
-    module_globals: dict[str, Any] = vars(module) if module else {}
+    module_globals: dict[str, Any] = vars(module) if module else _literal_constants(class_source(cls))
     seen_methods: list[str] = []
     seen_functions: dict[str, Callable[..., Any]] = {}
     constants: dict[str, Any] = {}
+    delegated: list[Callable[..., Any]] = []
+    foreign = getattr(cls, "_foreign", object)
+    attributes = attribute_classes(foreign if foreign is not object else cls)
     pending = [("method", tool_name)]
     while pending:
         kind, name = pending.pop(0)
@@ -114,6 +139,10 @@ def tool_code(cls: type, tool_name: str) -> str:
             node: ast.AST = methods[name]
             self_attrs, names = _references(node)
             pending += [("method", a) for a in sorted(self_attrs) if a in methods and a not in seen_methods]
+            for chain in called_chains(node):
+                target = delegated_function(chain, module_globals, attributes)
+                if target is not None and all(target is not d for d in delegated):
+                    delegated.append(target)
         else:
             if name in seen_functions:
                 continue
@@ -131,13 +160,18 @@ def tool_code(cls: type, tool_name: str) -> str:
             value = module_globals.get(ref)
             if _is_helper_function(value, cls.__module__) and ref not in seen_functions:
                 pending.append(("function", ref))
-            elif ref.isupper() and _is_constant(value):
+            elif ref.isupper() and ref in module_globals and _is_constant(value):
                 constants[ref] = value
     parts = []
     for name in seen_methods:
         node = methods[name]
         start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
         parts.append(textwrap.dedent("\n".join(source_lines[start:node.end_lineno])))
+    if delegated:  # a tool handing the call to a toolkit object or another class (never in built-ins)
+        followed, followed_constants = _follow_functions(delegated, known=list(seen_functions.values()),
+                                                         home=foreign if foreign is not object else cls)
+        parts += followed
+        constants = {**followed_constants, **constants}
     for fn in seen_functions.values():
         try:
             parts.append(textwrap.dedent(inspect.getsource(fn)).rstrip())
@@ -146,3 +180,59 @@ def tool_code(cls: type, tool_name: str) -> str:
     if constants:
         parts.append("\n".join(f"{k} = {v!r}" for k, v in sorted(constants.items())))
     return "\n\n".join(parts) + "\n"
+
+
+def _followed_tool_code(cls: type, tool_name: str) -> str:
+    """``code(a_t)`` of a tool the class source does not define, from the function the executor runs."""
+    spec = cls.tool_specs().get(tool_name) if hasattr(cls, "tool_specs") else None
+    if spec is None:
+        raise KeyError(f"{cls.__name__} has no method {tool_name!r}")
+    start = running_function(spec.method)
+    if start is None:
+        raise ToolSourceNotFound(f"no source found for tool {tool_name!r} of {cls.__name__}: neither the class "
+                                 f"source nor the function it runs ({spec.method!r}, __wrapped__ chain followed) "
+                                 f"can be read; define the tool in a .py file")
+    parts, constants = _follow_functions([start])
+    if constants:
+        parts.append("\n".join(f"{k} = {v!r}" for k, v in sorted(constants.items())))
+    return "\n\n".join(parts) + "\n"
+
+
+def _follow_functions(starts: list[Callable[..., Any]], known: list[Callable[..., Any]] = (),
+                      home: type | None = None) -> tuple[list[str], dict[str, Any]]:
+    """Sources of ``starts`` and, transitively, of the methods (along the MRO), delegations and module helper
+    functions they call (``known`` ones are not repeated), plus the constants they read. A method of another
+    class than ``home`` (default: the first function's) is headed by a ``# in class ...`` comment."""
+    home = home or owner_class(starts[0])
+    methods: list[Callable[..., Any]] = []
+    functions: list[Callable[..., Any]] = []
+    constants: dict[str, Any] = {}
+    pending = list(starts)
+    while pending:
+        fn = pending.pop(0)
+        if any(fn is seen for seen in [*methods, *functions, *known]):
+            continue
+        node = function_node(fn)
+        if node is None:
+            continue
+        owner = owner_class(fn)
+        (methods if owner is not None else functions).append(fn)
+        self_attrs, names = _references(node)
+        pending += [m for a in sorted(self_attrs) if (m := class_function(owner, a)) is not None]
+        attributes = attribute_classes(owner)
+        pending += [d for chain in called_chains(node)
+                    if (d := delegated_function(chain, fn.__globals__, attributes)) is not None]
+        for ref in sorted(names):
+            value = fn.__globals__.get(ref)
+            if _is_helper_function(value, fn.__module__):
+                pending.append(value)
+            elif ref.isupper() and _is_constant(value):
+                constants[ref] = value
+    parts = []
+    for fn in [*methods, *functions]:
+        text = textwrap.dedent(inspect.getsource(fn)).rstrip()
+        owner = owner_class(fn)
+        if owner is not None and owner is not home:
+            text = f"# in class {owner.__qualname__} ({owner.__module__})\n{text}"
+        parts.append(text)
+    return parts, constants

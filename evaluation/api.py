@@ -7,7 +7,9 @@
 The command line is a thin shell over this function. It raises a subclass of ``EvalStopped`` when it
 stops before the run (bad option, missing benchmark or extra, failed preflight, busy run directory) and
 returns an ``EvalSummary`` otherwise; whether enough samples were scored is ``summary.enough_scored``
-(the command exits 3 when it is false)."""
+(the command exits 3 when it is false). A tiered benchmark (v2) with ``tier=None`` runs every tier whose
+requirements are met here; ``summary.not_run`` maps the tiers left out to what they need and how to install
+it (``tier="all"`` or a tier's name raises ``MissingRequirement`` instead)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from envsim.evaluation.eval_summary import EvalSummary
 
 
 def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tier: str | None = None,
-             limit: int | None = None, prompt_mode: str = "mdp", prompt_version: str | None = None,
+             limit: int | None = None, ids: str | Path | None = None, prompt_mode: str = "mdp",
+             prompt_version: str | None = None,
              tokenizer: str | None = None, temperature: float = 0.0, max_tokens: int = 2048,
              extra: dict[str, Any] | None = None, concurrency: int = 8, timeout: float = 120.0, max_retries: int = 4,
              max_response_bytes: int = 4 * 1024 * 1024, base_url: str | Sequence[str] | None = None,
@@ -43,7 +46,8 @@ def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tie
     except ValueError as exc:
         raise InvalidOption("--min-scored", str(exc)) from None
     options = EvalOptions(model=model, benchmark=benchmark, split=split or "test", split_given=split is not None,
-                          tier=tier, limit=limit, prompt_mode=prompt_mode, prompt_version=prompt_version,
+                          tier=tier, limit=limit, ids=str(ids) if ids is not None else None,
+                          prompt_mode=prompt_mode, prompt_version=prompt_version,
                           tokenizer_dir=tokenizer, temperature=temperature, max_tokens=max_tokens, extra=extra or {},
                           concurrency=concurrency, timeout=timeout, max_retries=max_retries,
                           max_response_bytes=max_response_bytes, base_urls=urls,
@@ -58,6 +62,8 @@ def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tie
     if plan is not None:
         from envsim.evaluation.tiers import run_tiers
 
+        if options.ids is not None:
+            raise InvalidOption("--ids", "an id list selects samples of one split; give --split or one --tier")
         return run_tiers(plan, options)
     check_requirements(tiers_of_split(benchmark, options.split), options)
     return run_split(options)

@@ -27,6 +27,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from envsim.evaluation.failure_classes import FailureClassCounter, counter_fields
+from envsim.evaluation.failure_classes import markdown as failure_markdown
 from envsim.evaluation.providers import Generation, Provider
 from envsim.evaluation.report import bootstrap_ci, reason_counts
 from envsim.evaluation.runner import RetryPolicy, open_results_for_append, read_results
@@ -34,6 +36,8 @@ from envsim.jsonsafe import dumps_line
 from envsim.records import Action
 
 INFRA_PREFIX = "request failed"
+#: What a chained step row keeps besides its scores, for failure classes and ``envsim view``.
+STEP_DETAIL = ("fm_json", "cm_numeric", "failure", "action", "observation", "patch", "true_observation", "true_patch")
 
 
 class ScriptedAgent:
@@ -117,7 +121,9 @@ async def play_episode(episode: dict[str, Any], simulator: Provider, *, prompt_m
             "steps": [{"index": s["index"], "fm": s["fm"], "cm": s["cm"], "fallback": s["fallback"],
                        "reason": s["reason"], "true_delta_size": s["true_delta_size"],
                        "stratum": episode["steps"][s["index"]]["stratum"], "prompt_tokens": s["prompt_tokens"],
-                       "completion_tokens": s["completion_tokens"], "latency_s": s["latency_s"]} for s in steps]}
+                       "completion_tokens": s["completion_tokens"], "latency_s": s["latency_s"],
+                       **{k: s.get(k) for k in STEP_DETAIL}} for s in steps]}
+
 
 
 async def run_chained(episodes: Sequence[dict[str, Any]], provider: Provider, run_dir: Path, *,
@@ -198,7 +204,28 @@ def chained_summary(rows: Sequence[dict[str, Any]], **header: Any) -> dict[str, 
                                                  / len(scored), 4) if scored else 0.0,
         "invalid_answers": sum(bool(s["fallback"]) for s in steps),
         "by_length": by_length,
+        **step_tolerant_fields(steps),
+        **failure_fields(((s, {"stratum": s.get("stratum"), "env": r.get("env"),
+                               "tool": f"{r.get('env')}.{(s.get('action') or {}).get('name')}"})
+                          for r in scored for s in r["steps"])),
     }
+
+
+def step_tolerant_fields(steps: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``step_fm_json`` / ``step_cm_numeric`` over steps that carry them (none for rows written before them; a
+    step without them counts with its exact verdict)."""
+    if not any("fm_json" in s for s in steps):
+        return {}
+    return {f"step_{rate}": _rate([1.0 if s.get(rate, s.get(exact)) else 0.0 for s in steps])
+            for rate, exact in (("fm_json", "fm"), ("cm_numeric", "cm"))}
+
+
+def failure_fields(steps: Any) -> dict[str, Any]:
+    """Failure-class fields over ``(step, groups)`` pairs (``evaluation.failure_classes``)."""
+    counter = FailureClassCounter()
+    for step, groups in steps:
+        counter.add(step, groups)
+    return counter_fields(counter)
 
 
 def chained_markdown(summary: dict[str, Any]) -> str:
@@ -224,11 +251,14 @@ def chained_markdown(summary: dict[str, Any]) -> str:
               f"- step FM: {pct(summary['step_fm'])}; step CM (state exact after the step): {pct(summary['step_cm'])}",
               f"- mean steps before divergence: {summary['mean_steps_before_divergence'] if summary['scored'] else '–'}"
               f" ({fraction})",
-              f"- invalid answers (unparseable or unappliable): {summary['invalid_answers']}", "",
-              "CM@k over all episodes with at least k calls, and over those whose first k calls changed the "
-             "true state at least once (a model that predicts no change scores 0 there).", "",
-             "| k | episodes with ≥k calls | CM@k % [95% CI] | of them, state changed by call k | CM@k on them % |",
-             "|---:|---:|---:|---:|---:|"]
+              f"- invalid answers (unparseable or unappliable): {summary['invalid_answers']}", ""]
+    if "step_fm_json" in summary:
+        lines[-1:-1] = [f"- tolerant, beside the exact figures: step FM-json {pct(summary['step_fm_json'])}; "
+                        f"step CM-numeric {pct(summary['step_cm_numeric'])}"]
+    lines += ["CM@k over all episodes with at least k calls, and over those whose first k calls changed the "
+              "true state at least once (a model that predicts no change scores 0 there).", "",
+              "| k | episodes with ≥k calls | CM@k % [95% CI] | of them, state changed by call k | CM@k on them % |",
+              "|---:|---:|---:|---:|---:|"]
     changed = summary.get("cm_at_k_changed", {})
     empty = {"n": 0, "rate": 0.0, "ci": [0.0, 0.0]}
     lines += [f"| {k} | {g['n']} | {pct(g)} | {changed.get(k, empty)['n']} | {pct(changed.get(k, empty))} |"
@@ -236,4 +266,6 @@ def chained_markdown(summary: dict[str, Any]) -> str:
     lines += ["", "| length | episodes | episode CM % | mean steps before divergence |", "|---:|---:|---:|---:|"]
     lines += [f"| {k} | {g['episode_cm']['n']} | {pct(g['episode_cm'])} | {g['mean_steps_before_divergence']} |"
               for k, g in summary["by_length"].items()]
+    if summary.get("steps") and "failure_classes" in summary:
+        lines += ["", failure_markdown(summary, ("stratum", "env")).replace("failed sample", "failed step")]
     return "\n".join(lines) + "\n"

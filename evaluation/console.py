@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from envsim.evaluation.failure_classes import console_lines as failure_console_lines
+
 TOP_REASONS = 3
 SMALL_N = 10  # groups with fewer samples get their bootstrap interval marked as unreliable
 SMALL_N_NOTE = f"* n < {SMALL_N}: too few samples for the bootstrap interval to mean much"
@@ -52,7 +54,9 @@ def format_summary(summary: dict[str, Any], run_dir: Path) -> str:
              f"{summary['scored']} scored, {summary['infra_failures']} infrastructure failures"]
     if not summary["scored"]:
         return "\n".join(lines + ["no figures: no sample was scored", f"run directory: {run_dir}"])
-    lines.append(f"{'group':12} {'n':>4}  {'FM %':>18}  {'CM %':>18}  {'CM-lenient %':>18}  {'CM-original %':>18}")
+    tolerant = "fm_json" in summary["overall"].get("ci", {})
+    lines.append(f"{'group':12} {'n':>4}  {'FM %':>18}  {'CM %':>18}  {'CM-lenient %':>18}  {'CM-original %':>18}"
+                 + (f"  {'FM-json %':>9}  {'CM-num %':>8}" if tolerant else ""))
     groups = {"overall": summary["overall"], **summary["by_stratum"]}
     small = False
     for name, s in groups.items():
@@ -64,10 +68,16 @@ def format_summary(summary: dict[str, Any], run_dir: Path) -> str:
                 continue
             lo, hi = s["ci"][rate]
             cells.append(f"{100 * s[rate]:5.1f} [{100 * lo:5.1f},{100 * hi:5.1f}]")
+        tolerant_cells = (f"  {100 * s['fm_json']:9.1f}  {100 * s['cm_numeric']:8.1f}" if "fm_json" in s["ci"]
+                          else "")
         mark = small_group_mark(s["n"])
         small = small or bool(mark)
-        lines.append(f"{name:12} {s['n']:>4}{mark or ' '} " + "  ".join(f"{c:>18}" for c in cells))
+        lines.append(f"{name:12} {s['n']:>4}{mark or ' '} " + "  ".join(f"{c:>18}" for c in cells) + tolerant_cells)
     if small:
         lines.append(SMALL_N_NOTE)
+    if tolerant:
+        lines.append("FM-json / CM-numeric: tolerant scores beside the exact ones (JSON strings as JSON; numbers "
+                     "within 1e-9 relative)")
+    lines += failure_console_lines(summary)
     lines.append(f"run directory: {run_dir}")
     return "\n".join(lines)

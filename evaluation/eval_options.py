@@ -58,6 +58,7 @@ class EvalOptions:
     split_given: bool = False
     tier: str | None = None
     limit: int | None = None
+    ids: str | None = None  # an id list file or a shipped subset name (evaluation/subsets.py)
     prompt_mode: str = "mdp"
     prompt_version: str | None = None
     tokenizer_dir: str | None = None
@@ -103,6 +104,10 @@ class EvalOptions:
         if self.prompt_version is not None and self.prompt_version not in PROMPT_VERSIONS:
             raise InvalidOption("--prompt-version",
                                 f"{self.prompt_version!r} is not one of {', '.join(PROMPT_VERSIONS)}")
+        if self.model == "executor" and self.prompt_mode == "pomdp" and not self.base_urls:
+            from envsim.evaluation.executor_baseline import POMDP_REFUSAL
+
+            raise InvalidOption("--prompt-mode", POMDP_REFUSAL)
         if self.track not in ("single", "rollout"):
             raise InvalidOption("--track", f"{self.track!r} is not 'single' or 'rollout'")
         if not isinstance(self.extra, dict):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-RATES = ("fm", "cm", "cm_lenient", "cm_original")
+RATES = ("fm", "cm", "cm_lenient", "cm_original", "fm_json", "cm_numeric")
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,8 @@ class GroupRates:
     cm: float | None = None
     cm_lenient: float | None = None
     cm_original: float | None = None
+    fm_json: float | None = None      # tolerant rates beside FM / CM (None: a summary written before them)
+    cm_numeric: float | None = None
     ci: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     @classmethod
@@ -52,6 +54,7 @@ class EvalSummary:
     by_stratum: dict[str, GroupRates] = field(default_factory=dict)
     by_delta: dict[str, GroupRates] = field(default_factory=dict)
     tiers: dict[str, "EvalSummary"] = field(default_factory=dict)
+    not_run: dict[str, str] = field(default_factory=dict)  # tiered run: tiers left out -> what they need
 
     @property
     def enough_scored(self) -> bool:

@@ -16,11 +16,15 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from inspect_ai import Task, task
-from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser
-from inspect_ai.scorer import Score, Scorer, Target, grouped, mean, scorer
-from inspect_ai.solver import TaskState, generate
+try:
+    from inspect_ai import Task, task
+    from inspect_ai.dataset import MemoryDataset, Sample
+    from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser
+    from inspect_ai.scorer import Score, Scorer, Target, grouped, mean, scorer
+    from inspect_ai.solver import TaskState, generate
+except ImportError as exc:  # a core install: say which extra brings inspect-ai
+    raise ImportError(f"envsim.evaluation.inspect_task needs the [inspect] extra: pip install -e \".[inspect]\" "
+                      f"({exc})", name=exc.name) from exc
 
 from envsim.benchmark import load
 from envsim.evaluation.parsing import parse_answer

@@ -30,10 +30,10 @@ import jsonpointer
 
 from envsim.delta import canonical_json, pointer_parts, same_json
 from envsim.evaluation.shared_states import CopyOnWrite, lazy_length, unshare_op
+from envsim.patch_bounds import MAX_GROWTH_CHARS  # the copy-growth bound apply_prediction uses
 
 MAX_PATH_PARTS = 64
 MAX_PADDING = 10_000
-MAX_GROWTH_CHARS = 100_000
 SET, DELETE = "set", "delete"
 
 

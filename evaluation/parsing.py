@@ -20,13 +20,13 @@ from typing import Any
 from envsim.jsonsafe import MAX_DEPTH, JSONLimitError, too_deep
 from envsim.jsonsafe import loads as strict_loads
 from envsim.jsonsafe import raw_decode as strict_raw_decode
+from envsim.patch_bounds import MAX_PATCH_OPS  # one bound for answers and stored patches
 
 MAX_ANSWER_CHARS = 400_000
 MAX_DECODE_ATTEMPTS = 400
 #: Characters the decoder may read over all attempts on one answer (each attempt reads from its ``{`` to where
 #: it ended or failed): a parse bomb (``{"a":`` x 400 then a long list) is cut here instead of costing minutes.
 MAX_DECODE_CHARS = 4 * MAX_ANSWER_CHARS
-MAX_PATCH_OPS = 5_000
 PATCH_OPS = {"add", "remove", "replace", "move", "copy", "test"}
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 from envsim.evaluation.providers import describe_error
 from envsim.evaluation.runner import RetryPolicy
 
-BASELINES = ("null", "oracle")
+BASELINES = ("null", "oracle", "executor")
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 PREFLIGHT_RETRIES = 2
 
@@ -58,7 +58,7 @@ def check_credentials(model: str, urls: Sequence[str], api_key: str | None) -> N
         f"no --base-url and no API key: model {model!r} would be sent to {default_url()}, which needs a key. "
         "Pass --api-key (or set OPENAI_API_KEY), or point --base-url at your server, e.g. "
         "--base-url http://localhost:8000/v1 (a local server needs no key). The built-in baselines are "
-        "--model null and --model oracle.")
+        "--model null, --model oracle and --model executor.")
 
 
 async def probe_endpoint(url: str, provider: Any, policy: RetryPolicy) -> EndpointCheck:

@@ -156,13 +156,30 @@ def build_messages(record: dict[str, Any], mode: str = "mdp", *, class_source: s
             {"role": "user", "content": "\n\n".join(parts)}]
 
 
+def view_problem(record: dict[str, Any]) -> str | None:
+    """Why ``record`` cannot be prompted in ``mdp-view`` mode (its ``code`` cannot be parsed, so no view can be
+    derived from it: a bad record, named at its line before a run), or ``None``."""
+    from envsim.envs.views.analysis import ToolCodeUnreadable, parse_tool_source
+
+    code = record.get("code")
+    if not isinstance(code, str) or not code:
+        return None  # no code: the view is the whole state
+    try:
+        parse_tool_source(code)
+    except ToolCodeUnreadable as exc:
+        return f"field 'code' cannot be analysed for --prompt-mode mdp-view ({exc}): no state view can be built"
+    return None
+
+
 def record_view(record: dict[str, Any], tool_schema: dict[str, Any] | None = None) -> Any:
-    """The state view (``envsim.envs.views.View``) of a record's call: from its state, action, code and schema."""
+    """The state view (``envsim.envs.views.View``) of a record's call: from its state, action, code and schema,
+    widened as construction's verification stored on the record (``view``), so it is the verified view."""
     from envsim.envs.views import compute_view
+    from envsim.envs.views.verify import record_widening
 
     action = record["action"]
     return compute_view(record["state"], action["name"], action.get("arguments") or {}, record.get("code") or "",
-                        tool_schema)
+                        tool_schema, widening=record_widening(record))
 
 
 def target_answer(record: dict[str, Any], version: str = PROMPT_VERSION) -> str:

@@ -254,11 +254,15 @@ def server_message(body: Any, fallback: str) -> str:
 
 
 def make_provider(model: str, base_url: str | None = None, **kwargs: Any) -> Provider:
-    """``null`` and ``oracle`` are built-in; any other name is served by an OpenAI-compatible endpoint."""
+    """``null``, ``oracle`` and ``executor`` are built-in; any other name is served by an OpenAI-compatible endpoint."""
     if model == "null" and base_url is None:
         return NullProvider()
     if model == "oracle" and base_url is None:
         return OracleProvider()
+    if model == "executor" and base_url is None:
+        from envsim.evaluation.executor_baseline import ExecutorProvider
+
+        return ExecutorProvider()
     return OpenAICompatibleProvider(model, base_url=base_url, **kwargs)
 
 

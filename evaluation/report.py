@@ -6,6 +6,7 @@ import json
 import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
@@ -13,6 +14,8 @@ import numpy as np
 
 from envsim.construction.stats import token_stats_by_stratum, tokens_markdown
 from envsim.evaluation.console import SMALL_N_NOTE, small_group_mark
+from envsim.evaluation.failure_classes import markdown as failure_markdown
+from envsim.evaluation.failure_classes import summary_fields as failure_summary_fields
 from envsim.records import STRATA
 
 if TYPE_CHECKING:
@@ -21,6 +24,9 @@ if TYPE_CHECKING:
     from envsim.evaluation.run_rows import CheckedRows
 
 RATES = ("fm", "cm", "cm_lenient", "cm_original")
+#: Tolerant rates beside the exact ones (``evaluation.failure_classes``), reported when the run's rows carry them;
+#: a row written before them counts with its exact verdict (a lower bound).
+TOLERANT_RATES = {"fm_json": "fm", "cm_numeric": "cm"}
 BOOTSTRAP_SAMPLES = 1000
 EMPTY = "–"  # how a figure of a group with nothing scored (n = 0) reads: never a real-looking 0.0
 SUMMARY_FILE, REPORT_FILE, PLOT_FILE, COMPARISON_FILE = "summary.json", "report.md", "cm_by_delta.png", "comparison.md"
@@ -60,15 +66,17 @@ def bootstrap_cis(columns: Sequence[Sequence[float]], seed: int = 0, samples: in
     return result
 
 
-def group_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{"n", "fm", "cm", "cm_lenient", "ci", ...}`` for scored rows of one group."""
+def group_stats(rows: list[dict[str, Any]], tolerant: bool = False) -> dict[str, Any]:
+    """``{"n", "fm", "cm", "cm_lenient", "ci", ...}`` for scored rows of one group (``tolerant``: FM-json and
+    CM-numeric too)."""
     n = len(rows)
     stats: dict[str, Any] = {"n": n}
     columns: dict[str, list[float]] = {}
-    for rate in RATES:
+    for rate in RATES + (tuple(TOLERANT_RATES) if tolerant else ()):
         if rate == "cm_original" and rows and not any(rate in r for r in rows):
             continue  # results written before cm_original existed: not reported rather than 0
-        values = [1.0 if r.get(rate) else 0.0 for r in rows]
+        exact = TOLERANT_RATES.get(rate, rate)
+        values = [1.0 if r.get(rate, r.get(exact)) else 0.0 for r in rows]
         stats[rate] = round(sum(values) / n, 4) if n else 0.0
         columns[rate] = values
     stats["ci"] = dict(zip(columns, bootstrap_cis(list(columns.values()))))
@@ -100,6 +108,8 @@ def summarize(results: Iterable[dict[str, Any]], config: dict[str, Any]) -> dict
     tokens_in = [r["prompt_tokens"] for r in scored if isinstance(r.get("prompt_tokens"), int)]
     tokens_out = [r["completion_tokens"] for r in scored if isinstance(r.get("completion_tokens"), int)]
     latencies = [r["latency_s"] for r in scored if isinstance(r.get("latency_s"), (int, float))]
+    tolerant = any("fm_json" in r for r in scored)  # results written before the tolerant rates: not reported
+    stats = partial(group_stats, tolerant=tolerant)
     return {
         "model": config.get("model"),
         "benchmark": config.get("benchmark"),
@@ -111,17 +121,18 @@ def summarize(results: Iterable[dict[str, Any]], config: dict[str, Any]) -> dict
         "scored": len(scored),
         "infra_failures": len(infra),
         "infra_failure_reasons": reason_counts(infra),
-        "overall": group_stats(scored),
-        "by_stratum": {s: group_stats(by_stratum.get(s, [])) for s in STRATA},
-        "by_delta": {k: group_stats(v) for k, v in sorted(by_delta.items(), key=_numeric_key)},
-        "by_arity": {k: group_stats(v) for k, v in sorted(by_arity.items(), key=_numeric_key)},
-        "by_domain": {k: group_stats(v) for k, v in sorted(by_domain.items())},
+        "overall": stats(scored),
+        "by_stratum": {s: stats(by_stratum.get(s, [])) for s in STRATA},
+        "by_delta": {k: stats(v) for k, v in sorted(by_delta.items(), key=_numeric_key)},
+        "by_arity": {k: stats(v) for k, v in sorted(by_arity.items(), key=_numeric_key)},
+        "by_domain": {k: stats(v) for k, v in sorted(by_domain.items())},
         "parse_failure_reasons": reason_counts((r for r in scored if not r.get("parsed")), width=80),
         "tokens": {"prompt_mean": round(float(np.mean(tokens_in)), 1) if tokens_in else None,
                    "completion_mean": round(float(np.mean(tokens_out)), 1) if tokens_out else None,
                    "counted": counted_tokens(scored, config)},
         "latency_s": {"mean": round(float(np.mean(latencies)), 4) if latencies else None,
                       "p95": round(float(np.percentile(latencies, 95)), 4) if latencies else None},
+        **failure_summary_fields(scored),
     }
 
 
@@ -167,19 +178,33 @@ def _figure(stats: Mapping[str, Any], key: str, spec: str) -> str:
     return format(stats[key], spec) if stats.get("n") else EMPTY
 
 
+RATE_NAMES = {"fm": "FM", "fm_json": "FM-json", "cm": "CM", "cm_numeric": "CM-numeric", "cm_lenient": "CM-lenient",
+              "cm_original": "CM-original"}
+
+
+def shown_rates(groups: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The rates a table shows: the exact ones, with FM-json / CM-numeric beside FM / CM when the groups have them."""
+    groups = list(groups)
+    tolerant = {rate for rate in TOLERANT_RATES if any(rate in g.get("ci", {}) for g in groups)}
+    order = ("fm", "fm_json", "cm", "cm_numeric", "cm_lenient", "cm_original")
+    return [rate for rate in order if rate in RATES or rate in tolerant]
+
+
 def markdown_table(title: str, groups: dict[str, dict[str, Any]], keep_empty: bool = False) -> str:
-    """A Markdown table of FM / CM / CM-lenient / CM-original with 95% intervals, one row per group;
-    empty groups are left out unless ``keep_empty`` (then their figures read "–")."""
-    lines = [f"### {title}", "", "| group | n | FM % [95% CI] | CM % [95% CI] | CM-lenient % [95% CI] "
-             "| CM-original % [95% CI] | Δ-F1 |", "|---|---:|---:|---:|---:|---:|---:|"]
+    """A Markdown table of FM / CM / CM-lenient / CM-original with 95% intervals, one row per group (FM-json and
+    CM-numeric beside FM and CM when the summary has them); empty groups are left out unless ``keep_empty``
+    (then their figures read "–")."""
+    rates = shown_rates(groups.values())
+    lines = [f"### {title}", "", "| group | n | " + "".join(f"{RATE_NAMES[r]} % [95% CI] | " for r in rates)
+             + "Δ-F1 |", "|---|---:|" + "---:|" * (len(rates) + 1)]
     small = False
     for name, stats in groups.items():
         if stats["n"] or keep_empty:
-            rates = " | ".join(format_rate(stats, rate) for rate in RATES)
+            cells = " | ".join(format_rate(stats, rate) for rate in rates)
             mark = small_group_mark(stats["n"])
             small = small or bool(mark)
             n_cell = f"{stats['n']}\\{mark}" if mark else str(stats["n"])  # "\*" in Markdown shows the star
-            lines.append(f"| {name} | {n_cell} | {rates} | {_figure(stats, 'delta_f1', '.2f')} |")
+            lines.append(f"| {name} | {n_cell} | {cells} | {_figure(stats, 'delta_f1', '.2f')} |")
     if small:
         lines += ["", "\\" + SMALL_N_NOTE]  # escaped: a leading "*" would start a Markdown list
     return "\n".join(lines) + "\n"
@@ -230,8 +255,14 @@ def render_markdown(summary: dict[str, Any]) -> str:
         parts += [markdown_table("By stratum", summary["by_stratum"]), markdown_table("By |Δ|", summary["by_delta"]),
                   markdown_table("By argument count", summary["by_arity"]),
                   markdown_table("By domain", summary["by_domain"])]
+    if overall["n"] and "failure_classes" in summary:
+        parts.append(failure_markdown(summary))
     if summary["parse_failure_reasons"]:
         parts.append("### Parse failures\n\n" + _reason_lines(summary["parse_failure_reasons"]))
+    if summary.get("executor_misses"):
+        from envsim.evaluation.executor_misses import counts_markdown
+
+        parts.append(counts_markdown(summary["executor_misses"]))
     counted = summary.get("tokens", {}).get("counted")
     if counted and counted["prompt"]["overall"]["n"]:
         parts.append("### Tokens\n\n" + tokens_markdown(counted))
@@ -384,6 +415,11 @@ def write_reports(run_dir: Path, sample_ids: Sequence[str] | None = None) -> dic
             summary["endpoints"] = json.loads(endpoints.read_text())
         except ValueError:
             pass
+    from envsim.evaluation.executor_misses import read_miss_counts
+
+    misses = read_miss_counts(run_dir)               # written by envsim eval --model executor
+    if misses is not None:
+        summary["executor_misses"] = misses
     summary_path, report_path, plot_path = report_files(run_dir)
     write_text_atomic(summary_path, json.dumps(summary, indent=2) + "\n")
     write_text_atomic(report_path, render_markdown(summary))

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-BOOL_FIELDS = ("parsed", "fm", "cm", "cm_lenient", "cm_original")
+BOOL_FIELDS = ("parsed", "fm", "cm", "cm_lenient", "cm_original", "fm_json", "cm_numeric")
 NUMBER_FIELDS = ("delta_precision", "delta_recall", "delta_f1")
 INT_FIELDS = ("delta_size", "arg_count")
-TEXT_FIELDS = ("stratum", "domain")
+TEXT_FIELDS = ("stratum", "domain", "tool")
 STATUSES = ("scored", "infra_failure")
 
 

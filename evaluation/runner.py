@@ -198,6 +198,7 @@ class EvalConfig:
     max_tokens: int = 2048
     extra_body: dict[str, Any] = field(default_factory=dict)
     limit: int | None = None
+    ids_sha256: str | None = None  # the id list a run was restricted to (``--ids``; sorted ids, hashed)
     track: str = "single"
     horizon: int = 0
     episodes: int = 0
@@ -210,7 +211,7 @@ class EvalConfig:
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-ADDED_LATER = ("rollout_version",)
+ADDED_LATER = ("rollout_version", "ids_sha256")
 ROLLOUT_VERSION = 2
 
 
@@ -286,7 +287,8 @@ def _domain_of(env_id: str) -> str:
 async def _evaluate_one(record: dict[str, Any], provider: Provider, config: EvalConfig, policy: RetryPolicy,
                         class_sources: dict[str, str], *, tokenizer: Any = None, domain: str | None = None
                         ) -> dict[str, Any]:
-    base = {"id": record["id"], "env": record["env"], "domain": domain or _domain_of(record["env"]),
+    base = {"id": record["id"], "env": record["env"], "tool": record.get("tool"),
+            "domain": domain or _domain_of(record["env"]),
             "stratum": record["stratum"], "delta_size": record["delta_size"], "arg_count": record["arg_count"]}
     try:
         messages = None if skips_prompt(provider, record, config.prompt_mode) else \

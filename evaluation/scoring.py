@@ -12,12 +12,13 @@ import jsonpatch
 import jsonpointer
 
 from envsim.delta import canonical_json, changed_paths, same_json
+from envsim.evaluation.failure_classes import (Verdicts, observation_class, shared_json_equal, state_class,
+                                               unparsed_verdicts)
 from envsim.evaluation.original_rule import original_rule_verdicts
 from envsim.evaluation.parsing import ParsedAnswer
-from envsim.evaluation.shared_states import (CopyOnWrite, canonical_order_after, lazy_length, same_json_shared,
+from envsim.evaluation.shared_states import (CopyOnWrite, canonical_order_after, same_json_shared,
                                             strictly_equal_shared, unshare_op)
-
-MAX_GROWTH_CHARS = 100_000
+from envsim.patch_bounds import MAX_GROWTH_CHARS, CopyBudget, PatchBoundError  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -33,6 +34,19 @@ class SampleScore:
     delta_f1: float
     reason: str | None = None
     cm_original: bool = False  # the original script's verdict, bug for bug (evaluation/original_rule.py)
+    fm_json: bool | None = None     # tolerant scores and failure classes (evaluation/failure_classes.py)
+    cm_numeric: bool | None = None
+    failure: dict[str, str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.parsed and self.failure is None:  # nothing could be compared: both sides unparseable
+            self.fm_json, self.cm_numeric, self.failure = False, False, unparsed_verdicts().to_json()["failure"]
+
+    def with_verdicts(self, verdicts: Verdicts) -> "SampleScore":
+        """This score with the tolerant scores and failure classes of ``verdicts``."""
+        self.fm_json, self.cm_numeric = verdicts.fm_json, verdicts.cm_numeric
+        self.failure = verdicts.to_json()["failure"]
+        return self
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict for results.jsonl."""
@@ -50,18 +64,17 @@ def apply_prediction(state: dict[str, Any], patch: list[dict[str, Any]]) -> dict
     executor leaves every state, stays in it (τ-bench tools dump records as they are ordered).
     """
     doc = CopyOnWrite(state)
-    state_chars = lazy_length(state)
-    copied = 0
+    budget = CopyBudget.for_state(state)  # the growth bound stored patches share (envsim.patch_bounds)
     for i, op in enumerate(patch):
         if op.get("op") == "copy":
             found, value = _value_at(doc.document, op.get("from", ""))
             try:
-                copied += len(canonical_json(value)) if found else 0
-            except (TypeError, ValueError, RecursionError):
+                if found:
+                    budget.charge_value(value)
+            except PatchBoundError:
+                raise  # "patch grows the state beyond N characters"
+            except ValueError:
                 raise ValueError(f"patch op {i} copies from an invalid location") from None
-            limit = 2 * state_chars() + MAX_GROWTH_CHARS if copied > MAX_GROWTH_CHARS else None
-            if limit is not None and state_chars() + copied > limit:
-                raise ValueError(f"patch grows the state beyond {limit} characters")
         try:
             unshare_op(doc, op)
             doc.document = jsonpatch.JsonPatch([op]).apply(doc.document, in_place=True)
@@ -101,12 +114,22 @@ def true_changed_paths(record: dict[str, Any]) -> list[str]:
     return list(changed_paths(record["state"], record["next_state"], strictly_equal_shared))
 
 
+def _observation_verdict(record: dict[str, Any], answer: ParsedAnswer, fm: bool) -> tuple[bool, str | None]:
+    """FM-json and the observation's failure class (``None`` when FM holds)."""
+    if fm:
+        return True, None
+    name = observation_class(record["observation"], answer.observation, str(record.get("env", "")))
+    return name == "formatting_only", name
+
+
 def score_prediction(record: dict[str, Any], answer: ParsedAnswer) -> SampleScore:
-    """Score a parsed answer against a record; an unparseable answer scores zero with its reason."""
+    """Score a parsed answer against a record; an unparseable answer scores zero with its reason. Every score
+    carries FM-json, CM-numeric and the failure classes (``evaluation.failure_classes``)."""
     if not answer.ok:
         return SampleScore(False, False, False, False, 0.0, 0.0, 0.0, reason=answer.error)
     fm = same_json(answer.observation, record["observation"]) or (
         answer.feedback_text is not None and same_json(answer.feedback_text, record["observation"]))
+    fm_json, obs_class = _observation_verdict(record, answer, fm)
     lenient, original = original_rule_verdicts(record, answer)
     reason = None
     unchanged = answer.patch == []  # "no change": the prediction is the state itself, its Δ has no path
@@ -114,18 +137,23 @@ def score_prediction(record: dict[str, Any], answer: ParsedAnswer) -> SampleScor
         predicted = (answer.next_state if answer.patch is None
                      else record["state"] if unchanged else apply_prediction(record["state"], answer.patch))
     except ValueError as exc:
-        return SampleScore(True, fm, False, lenient, 0.0, 0.0, 0.0, reason=str(exc), cm_original=original)
+        return SampleScore(True, fm, False, lenient, 0.0, 0.0, 0.0, reason=str(exc), cm_original=original
+                           ).with_verdicts(Verdicts(fm_json, False, obs_class, "patch_does_not_apply"))
     truth = true_changed_paths(record)
     try:
         cm = same_json_shared(predicted, record["next_state"])
         predicted_paths = (set(truth) if cm else set() if unchanged
                            else set(changed_paths(record["state"], predicted, strictly_equal_shared)))
+        state = None if cm else state_class(record["next_state"], predicted, predicted_paths, truth,
+                                            equal=shared_json_equal)
     except (RecursionError, ValueError, TypeError) as exc:
         return SampleScore(True, fm, False, lenient, 0.0, 0.0, 0.0,
-                           reason=f"prediction not comparable: {type(exc).__name__}", cm_original=original)
+                           reason=f"prediction not comparable: {type(exc).__name__}", cm_original=original
+                           ).with_verdicts(Verdicts(fm_json, False, obs_class, "patch_does_not_apply"))
     precision, recall, f1 = _prf(predicted_paths, set(truth))
     if not cm:
         reason = "next state differs" if fm else "observation and next state differ"
     elif not fm:
         reason = "observation differs"
-    return SampleScore(True, fm, cm, lenient, precision, recall, f1, reason=reason, cm_original=original)
+    return SampleScore(True, fm, cm, lenient, precision, recall, f1, reason=reason, cm_original=original
+                       ).with_verdicts(Verdicts(fm_json, cm or state == "float_rounding_only", obs_class, state))

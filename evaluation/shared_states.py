@@ -151,6 +151,12 @@ def _equal_sharing(a: Any, b: Any, leaf_equal: Callable[[Any, Any], bool]) -> bo
     return True
 
 
+def equal_sharing(a: Any, b: Any, leaf_equal: Callable[[Any, Any], bool]) -> bool:
+    """The shared-subtree walk with any leaf rule that holds for dictionaries exactly when it holds for their values
+    (tolerant comparisons: ``evaluation.failure_classes``)."""
+    return _equal_sharing(a, b, leaf_equal)
+
+
 def same_json_shared(a: Any, b: Any) -> bool:
     """``same_json(a, b)``, skipping the subtrees ``a`` and ``b`` share."""
     return _equal_sharing(a, b, same_json)

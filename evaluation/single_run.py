@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,8 @@ def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) 
     return options.runs_root / slug(
         f"{options.model}-{bench_name}-{options.split}-{options.prompt_mode}"
         + (f"-p{prompt_version}" if prompt_version != default_prompt_version(options.benchmark, options.prompt_mode) else "")
-        + (f"-n{options.limit}" if options.limit else "") + ("-rollout" if options.track == "rollout" else ""))
+        + (f"-{Path(options.ids).stem}" if options.ids else "") + (f"-n{options.limit}" if options.limit else "")
+        + ("-rollout" if options.track == "rollout" else ""))
 
 
 def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSummary:
@@ -88,15 +90,23 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
     from envsim.benchmark import benchmark_path
     from envsim.benchmark.stream import file_sha256, open_stream
     from envsim.evaluation.endpoints import endpoint_urls
-    from envsim.evaluation.prompts import default_prompt_version
+    from envsim.evaluation.prompts import default_prompt_version, view_problem
     from envsim.evaluation.runner import (ROLLOUT_VERSION, EvalConfig, RunConfigMismatch, RunDirLocked,
                                           clear_run_dir, lock_run_dir, prepare_run_dir)
     urls = endpoint_urls(options.base_urls, options.base_url_file)
     base_url = ",".join(sorted(urls)) if len(urls) > 1 else (urls[0] if urls else None)
+    check = view_problem if options.prompt_mode == "mdp-view" else None  # a record no view can be built from
+    ids_digest, select = None, None
     try:  # records are read when their turn comes (benchmark.stream); read-only once read
-        records = open_stream(options.benchmark, options.split, options.limit)
+        if options.ids is not None:
+            from envsim.evaluation.subsets import ids_sha256, read_ids, select_positions
+
+            ids = read_ids(options.ids)
+            ids_digest = ids_sha256(ids)
+            select = partial(select_positions, ids=ids, source=str(options.ids))
+        records = open_stream(options.benchmark, options.split, options.limit, check=check, select=select)
         digest = file_sha256(records.path)
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError) as exc:  # SubsetError is a ValueError
         raise BenchmarkUnavailable(str(exc)) from None
     bench_name = (benchmark_path(options.benchmark, options.split).stem if Path(options.benchmark).is_file()
                   else options.benchmark)
@@ -106,7 +116,7 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
     config = EvalConfig(model=options.model, benchmark=options.benchmark, split=options.split,
                         benchmark_sha256=digest, prompt_mode=options.prompt_mode, prompt_version=prompt_version,
                         base_url=base_url, temperature=options.temperature, max_tokens=options.max_tokens,
-                        extra_body=options.extra, limit=options.limit, track=options.track,
+                        extra_body=options.extra, limit=options.limit, ids_sha256=ids_digest, track=options.track,
                         horizon=options.horizon if rollout else 0, episodes=options.episodes if rollout else 0,
                         rollout_version=ROLLOUT_VERSION if rollout else None)
     run_dir = options.run_dir or default_run_dir(options, bench_name, prompt_version)
@@ -131,6 +141,10 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
             sample_ids = [str(r["id"]) for r in records]
         else:
             sample_ids = _single(records, provider, config, run_dir, options, token_counter)
+            if getattr(provider, "name", None) == "executor":  # every miss classified (evaluation/executor_misses.py)
+                from envsim.evaluation.executor_misses import record_run_misses
+
+                record_run_misses(run_dir, records, options.prompt_mode, prompt_version, options.echo_err)
         del records, token_counter  # the reports need the ids only: the token counter's memory
         # (envsim.tokens.eval_tokenizer: not cached) is given back before the plot is drawn
         _endpoint_summary(provider, run_dir, options)

@@ -5,7 +5,8 @@ usual runner) or ``chained`` (episodes, ``evaluation/chained.py``).
 
 What a tier needs beyond the core install is registered in ``TIER_REQUIREMENTS`` (one entry per tier:
 adding a track is a registration here, not a change to the command line); ``check_requirements`` is
-called before any tier runs."""
+called before any tier runs. With no ``--tier``, tiers whose requirement is not met are left out and named
+(``runnable_tiers``); a tier asked for by name (or ``--tier all``) stops the run up front instead."""
 
 from __future__ import annotations
 
@@ -72,8 +73,9 @@ def module_available(name: str) -> bool:
         return False
 
 
-def check_requirements(tier_names: list[str], options: EvalOptions) -> None:
-    """Raise ``MissingRequirement`` naming every tier of ``tier_names`` whose extra is missing, before any runs."""
+def unmet_requirements(tier_names: list[str], options: EvalOptions) -> dict[str, str]:
+    """Tier -> what it needs and how to install it (``"bfcl_eval (install: ...)"``), for every tier of
+    ``tier_names`` whose requirement applies to ``options`` and is not met here."""
     missing: dict[str, str] = {}
     for name in tier_names:
         need = TIER_REQUIREMENTS.get(name)
@@ -83,11 +85,39 @@ def check_requirements(tier_names: list[str], options: EvalOptions) -> None:
         absent = [a for a in absent if a]
         if absent:
             missing[name] = f"{', '.join(absent)} (install: {need.install})"
+    return missing
+
+
+def check_requirements(tier_names: list[str], options: EvalOptions) -> None:
+    """Raise ``MissingRequirement`` naming every tier of ``tier_names`` whose extra is missing, before any runs."""
+    missing = unmet_requirements(tier_names, options)
     if missing:
         others = [n for n in tier_names if n not in missing]
         lines = [f"tier {name} needs {what}" for name, what in missing.items()]
         hint = f"; or run the other tiers alone, e.g. --tier {others[0]}" if others else ""
         raise MissingRequirement("nothing was run: " + "; ".join(lines) + hint, missing)
+
+
+def runnable_tiers(plan: dict[str, dict[str, Any]], options: EvalOptions) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The tiers of ``plan`` to run and those left out (tier -> what it needs and how to install it).
+
+    With no ``--tier`` (``options.tier is None``: the default of a tiered benchmark) a tier whose requirement
+    is not met here is left out and named, and the others run; a tier asked for by name or with ``--tier
+    all`` must run, so a missing requirement stops everything up front (``MissingRequirement``), as it does
+    when no tier at all could run."""
+    missing = unmet_requirements(list(plan), options)
+    if options.tier is not None or len(missing) == len(plan):
+        check_requirements(list(plan), options)
+    return {n: t for n, t in plan.items() if n not in missing}, missing
+
+
+def not_run_lines(not_run: dict[str, str]) -> list[str]:
+    """Console and ``tiers.md`` lines naming the tiers left out, why, and how to get them."""
+    if not not_run:
+        return []
+    return ([f"{len(not_run)} tier(s) not run (a requirement is missing here; the run is complete for the others):"]
+            + [f"  tier {name}: needs {what}" for name, what in not_run.items()]
+            + ["  install what a tier needs and re-run the same command: tiers already scored are kept"])
 
 
 SINGLE_SPLIT = "_split"  # internal tier value: evaluate the split only (kept for callers of tier_plan)
@@ -136,18 +166,22 @@ def tiers_of_split(benchmark: str, split: str) -> list[str]:
 
 
 def run_tiers(plan: dict[str, dict[str, Any]], options: EvalOptions) -> EvalSummary:
-    """Evaluate every tier of ``plan``; write ``tiers.json``/``tiers.md`` and print the side-by-side table.
+    """Evaluate every tier of ``plan`` that can run here (``runnable_tiers``: with no ``--tier``, a tier whose
+    requirement is missing is left out and named on ``echo_err`` before and after the run, in ``tiers.md`` and
+    in the summary's ``not_run``); write ``tiers.json``/``tiers.md`` and print the side-by-side table.
 
     One preflight before the first tier (after the requirement check)."""
     from envsim.evaluation.endpoints import endpoint_urls
     from envsim.evaluation.single_run import run_preflight, run_split, slug
 
-    check_requirements(list(plan), options)
-    if options.preflight:
-        run_preflight(options, endpoint_urls(options.base_urls, options.base_url_file))
-    base = Path(options.run_dir or options.runs_root / slug(
+    base = Path(options.run_dir or options.runs_root / slug(  # named by what was asked: a re-run resumes it
         f"{options.model}-{options.benchmark}-{'+'.join(plan) if len(plan) < 4 else 'tiers'}-{options.prompt_mode}"
         + (f"-n{options.limit}" if options.limit else "")))
+    plan, not_run = runnable_tiers(plan, options)
+    for line in not_run_lines(not_run):  # left out: said first, and again under the table
+        options.echo_err(line)
+    if options.preflight:
+        run_preflight(options, endpoint_urls(options.base_urls, options.base_url_file))
     summaries: dict[str, EvalSummary] = {}
     for name, tier in plan.items():
         options.echo(f"== tier {name} ({tier['split']}.jsonl)")
@@ -165,13 +199,16 @@ def run_tiers(plan: dict[str, dict[str, Any]], options: EvalOptions) -> EvalSumm
     order = list(benchmark_tiers(options.benchmark))
     table = dict(sorted(table.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
     (base / "tiers.json").write_text(json.dumps(table, indent=2) + "\n")
-    (base / "tiers.md").write_text(tiers_markdown(table, options.model, options.benchmark))
+    (base / "tiers.md").write_text(tiers_markdown(table, options.model, options.benchmark, not_run))
     options.echo(tiers_markdown(table, options.model, options.benchmark))
+    for line in not_run_lines(not_run):
+        options.echo_err(line)
     options.echo(f"run directory: {base}")
     return EvalSummary(kind="tiers", run_dir=base, model=options.model, benchmark=options.benchmark,
                        scored=sum(s.scored for s in summaries.values()), total=sum(s.total for s in summaries.values()),
                        required=sum(s.required for s in summaries.values()),
-                       infra_failures=sum(s.infra_failures for s in summaries.values()), data=table, tiers=summaries)
+                       infra_failures=sum(s.infra_failures for s in summaries.values()), data=table, tiers=summaries,
+                       not_run=not_run)
 
 
 def _run_chained(options: EvalOptions) -> EvalSummary:
@@ -210,6 +247,11 @@ def _run_chained(options: EvalOptions) -> EvalSummary:
                                       prompt_version=prompt_version, concurrency=options.concurrency,
                                       policy=retry_policy(options), on_episode=lambda _row: bar.update(1)))
     bar.close()
+    if options.model == "executor" and not options.base_urls:  # every miss classified (evaluation/executor_misses.py)
+        from envsim.evaluation.executor_misses import read_miss_counts, record_run_misses
+
+        record_run_misses(run_dir, episodes, options.prompt_mode, prompt_version, options.echo_err, chained=True)
+        summary["executor_misses"] = read_miss_counts(run_dir)
     options.echo(chained_markdown(summary))
     for line in infra_lines(summary["infra_failures"], summary["episodes"], summary.get("infra_failure_reasons"),
                             unit="episodes"):
@@ -240,17 +282,20 @@ def tiers_table(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
     return table
 
 
-def tiers_markdown(table: dict[str, dict[str, Any]], model: str, benchmark: str) -> str:
+def tiers_markdown(table: dict[str, dict[str, Any]], model: str, benchmark: str,
+                   not_run: dict[str, str] | None = None) -> str:
     """The tiers side by side (never pooled: each tier answers a different question); a tier with
-    nothing scored reads "–", never 0.0."""
+    nothing scored reads "–", never 0.0. Tiers ``not_run`` (tier -> what it needs) are listed first."""
     def pct(row: dict[str, Any], value: Any) -> str:
         return f"{100 * value:.1f}" if row["n"] and value is not None else "–"
 
     def series(row: dict[str, Any], rates: dict[str, Any]) -> str:
         return " / ".join("–" if v is None else f"{100 * v:.0f}" for v in rates.values()) if row["n"] else "–"
 
-    lines = [f"# {model} on {benchmark}, by tier", "",
-             "| tier | n | FM % | CM % | episode CM % | CM@k % (k=1..) | CM@k, state changed by k % | infra |",
+    lines = [f"# {model} on {benchmark}, by tier", ""]
+    if not_run:
+        lines += [f"**Not run here:** {', '.join(not_run)}", ""] + [f"- {n}: needs {w}" for n, w in not_run.items()] + [""]
+    lines += ["| tier | n | FM % | CM % | episode CM % | CM@k % (k=1..) | CM@k, state changed by k % | infra |",
              "|---|---:|---:|---:|---:|---|---|---:|"]
     for name, row in table.items():
         if row["kind"] == "chained":

@@ -39,8 +39,10 @@ class ExplorerAgent:
     """The seeded explorer as an agent (needs the runnable class for its tool signatures)."""
 
     def __init__(self, env_class: type[Environment], seed: int) -> None:
+        from envsim.construction.state_explorer import explorer_for
+
         self.env_class = env_class
-        self.policy = ExplorerPolicy(seed=seed)
+        self.policy = explorer_for(env_class, seed)  # ExplorerPolicy for built-ins, StateExplorer for a user's class
 
     async def next_action(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                           state: dict[str, Any]) -> Action | None:

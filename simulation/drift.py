@@ -114,7 +114,25 @@ def drift_report(episodes: Sequence[dict[str, Any]], horizon: int) -> dict[str, 
         "diverged_episodes": sum(f is not None for f in first),
         "first_step_unchanged": sum(e.get("first_step_changes_state") is False for e in scored),
         **fallback_counts(scored),
+        **step_failure_fields(scored),
     }
+
+
+def step_failure_fields(episodes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Failure classes of the steps (overall, per environment and per ``env.tool``) and the tolerant step rates
+    ``step_fm_json`` / ``step_cm_numeric`` (only when the steps carry them: ``evaluation.failure_classes``)."""
+    from envsim.evaluation.failure_classes import FailureClassCounter, counter_fields
+
+    counter = FailureClassCounter()
+    steps = [(e, s) for e in episodes for s in e["steps"]]
+    for episode, step in steps:
+        env = str(episode.get("env"))
+        counter.add(step, {"env": env, "tool": f"{env}.{(step.get('action') or {}).get('name')}"})
+    fields = counter_fields(counter)
+    if any("fm_json" in s for _, s in steps):
+        for rate, exact in (("fm_json", "fm"), ("cm_numeric", "cm")):
+            fields[f"step_{rate}"] = _group([1.0 if s.get(rate, s.get(exact)) else 0.0 for _, s in steps])
+    return fields
 
 
 def _pct(rate: float | None, n: int) -> str:
@@ -156,6 +174,14 @@ def drift_markdown(report: dict[str, Any], title: str) -> str:
                      f"{_pct(report.get('cm_at_k_changed', {}).get(k), n_changed)} ({n_changed}) |")
     lines += ["", "First divergence at step: " + ", ".join(f"{k}: {v}" for k, v in
                                                             report["first_divergence_histogram"].items())]
+    if "step_fm_json" in report:
+        lines += ["", f"Tolerant, beside the exact figures: step FM-json "
+                      f"{_pct(report['step_fm_json']['rate'], report['step_fm_json']['n'])}%, step CM-numeric "
+                      f"{_pct(report['step_cm_numeric']['rate'], report['step_cm_numeric']['n'])}%."]
+    if report.get("steps") and "failure_classes" in report:
+        from envsim.evaluation.failure_classes import markdown as failure_markdown
+
+        lines += ["", failure_markdown(report, ("env", "tool")).replace("failed sample", "failed step")]
     return "\n".join(lines) + "\n"
 
 

@@ -24,10 +24,14 @@ import json
 import uuid
 from typing import Any, Callable, Sequence
 
-from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.mcp_types import CallToolAction
-from openenv.core.env_server.types import EnvironmentMetadata, Observation, State
-from pydantic import Field
+try:
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.mcp_types import CallToolAction
+    from openenv.core.env_server.types import EnvironmentMetadata, Observation, State
+    from pydantic import Field
+except ImportError as exc:  # a core install: say which extra brings OpenEnv
+    raise ImportError(f"envsim.simulation.openenv_env needs the [openenv] extra: pip install -e \".[openenv]\" "
+                      f"({exc})", name=exc.name) from exc
 
 from envsim.envs.base import Environment as EnvSimEnvironmentClass
 from envsim.envs.executor import execute

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from envsim.envs.base import Environment
+from envsim.jsonsafe import dumps_line, write_text_atomic
 from envsim.records import Action
 from envsim.simulation.drift import drift_markdown, drift_report, fallback_counts, is_scored, plot_drift
 from envsim.simulation.simulated import EnvSpec, SimulatedEnvironment
@@ -62,12 +63,20 @@ def _fallbacks_in(episode: dict[str, Any]) -> int:
     return episode.get("fallback_steps", sum(bool(s.get("fallback")) for s in episode["steps"]))
 
 
+def _live_figures(episodes: Sequence[dict[str, Any]], shadow: bool) -> dict[str, Any]:
+    """What the progress display shows after each episode: steps and fallback steps so far and, in shadow
+    mode, how many episodes diverged from the real environment."""
+    figures: dict[str, Any] = {"steps": sum(len(e["steps"]) for e in episodes),
+                               "fallback": sum(_fallbacks_in(e) for e in episodes)}
+    if shadow:
+        figures["diverged"] = sum(e["first_divergence"] is not None for e in episodes)
+    return figures
+
+
 def _write_trajectories(path: Path, episodes: Sequence[dict[str, Any]]) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for e in episodes:
-            handle.write(json.dumps({"conversations": e["conversations"], "tools": e["tools"], "env": e["env"],
-                                     "seed": e["seed"], "fallback_steps": _fallbacks_in(e)},
-                                    ensure_ascii=False) + "\n")
+    """One ShareGPT row per episode, through the safe writer (a lone surrogate is escaped, never a crash)."""
+    write_text_atomic(path, (dumps_line({"conversations": e["conversations"], "tools": e["tools"], "env": e["env"],
+                                         "seed": e["seed"], "fallback_steps": _fallbacks_in(e)}) for e in episodes))
 
 
 def write_outputs(episodes: Sequence[dict[str, Any]], out: Path, *, horizon: int, shadow: bool, stats: dict[str, Any],
@@ -84,16 +93,15 @@ def write_outputs(episodes: Sequence[dict[str, Any]], out: Path, *, horizon: int
     held_out = [e for e in scored if not include_fallbacks and _fallbacks_in(e)]
     if held_out or (out / "fallback_trajectories.jsonl").exists():
         _write_trajectories(out / "fallback_trajectories.jsonl", held_out)
-    with (out / "steps.jsonl").open("w", encoding="utf-8") as handle:
-        for e in scored:
-            for step in e["steps"]:
-                handle.write(json.dumps({"env": e["env"], "seed": e["seed"], **step}, ensure_ascii=False) + "\n")
+    write_text_atomic(out / "steps.jsonl",
+                      (dumps_line({"env": e["env"], "seed": e["seed"], **step}) for e in scored for step in e["steps"]))
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     if not shadow:
         return {}
     report = drift_report(episodes, horizon)
     (out / "drift.json").write_text(json.dumps(report, indent=2) + "\n")
-    (out / "drift.md").write_text(drift_markdown(report, title))
+    # a fallback reason may quote the simulator's answer (a lone surrogate in a patch path): escaped, never a crash
+    (out / "drift.md").write_text(drift_markdown(report, title), encoding="utf-8", errors="backslashreplace")
     plot_drift(report, out / "drift.png", title)
     return report
 
@@ -156,10 +164,13 @@ async def simulate(env_classes: Sequence[type[Environment]], provider: Any, out:
     """Roll ``episodes`` episodes of ``steps`` calls per environment class in environments simulated by
     ``provider``, write the outputs under ``out`` (see ``write_outputs``) and return them. The provider is
     closed at the end."""
+    from envsim.progress import progress
     from envsim.simulation.agents import LLMAgent, explorer_agent
 
     out = Path(out)
     results, envs = [], []
+    bar = progress(total=len(env_classes) * episodes, desc=f"simulate {getattr(provider, 'name', 'simulator')}",
+                   unit="episode")
     try:
         for cls in env_classes:
             for i in range(episodes):
@@ -168,7 +179,10 @@ async def simulate(env_classes: Sequence[type[Environment]], provider: Any, out:
                 envs.append(env)
                 policy = explorer_agent(cls, seed + i) if agent == "explorer" else LLMAgent(agent, agent_base_url)
                 results.append(await run_episode(env, policy, seed + i, steps))
+                bar.set_postfix(**_live_figures(results, shadow))
+                bar.update(1)
     finally:
+        bar.close()
         close = getattr(provider, "aclose", None)
         if close is not None:
             await close()

@@ -12,7 +12,8 @@ In shadow mode a runnable implementation is stepped alongside from the same init
 the same actions, and every step records FM/CM against it and the first step where the tracked
 state diverges from the true one. A fallback step is never a match: its FM and CM are False and it
 counts as a divergence (the simulator gave no answer), even where the unchanged tracked state happens
-to equal the true one.
+to equal the true one. Each shadowed step also carries the true patch, FM-json / CM-numeric and its failure
+classes (``evaluation.failure_classes.step_verdicts``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from envsim.envs.adapters.tau import is_tau
 from envsim.envs.base import Environment
 from envsim.envs.executor import execute
 from envsim.envs.source import class_source, tool_code
+from envsim.evaluation.failure_classes import step_verdicts
 from envsim.evaluation.parsing import parse_answer
 from envsim.evaluation.prompts import LATEST_PROMPT_VERSION, build_messages
 from envsim.evaluation.providers import Provider
@@ -60,7 +62,7 @@ class EnvSpec:
         for name in env_class.tool_specs():
             try:
                 code[name] = tool_code(env_class, name)
-            except (KeyError, OSError, TypeError):
+            except (KeyError, LookupError, OSError, TypeError):  # LookupError: ToolSourceNotFound
                 code[name] = ""
         try:
             source = class_source(env_class)
@@ -95,6 +97,10 @@ class StepRecord:
     fm: bool | None = None
     cm: bool | None = None
     diverged: bool | None = None
+    true_patch: list[dict[str, Any]] | None = None
+    fm_json: bool | None = None     # tolerant scores and failure classes (evaluation/failure_classes.py)
+    cm_numeric: bool | None = None
+    failure: dict[str, str | None] | None = None
 
 
 @dataclass
@@ -184,6 +190,7 @@ class SimulatedEnvironment:
         patch: list[dict[str, Any]] = []
         next_state: dict[str, Any] | None = None
         attempts = 0
+        unappliable = False  # the last invalid attempt parsed but its patch did not apply
         for attempts in range(1, self.max_attempts + 1):
             try:
                 generation = await asyncio.wait_for(self.simulator.generate(messages, record), self.request_timeout)
@@ -194,7 +201,7 @@ class SimulatedEnvironment:
             tokens_out += generation.completion_tokens or 0
             answer = parse_answer(generation.text)
             if not answer.ok:
-                reason = answer.error
+                reason, unappliable = answer.error, False
                 continue
             try:
                 if answer.patch is not None:
@@ -204,12 +211,13 @@ class SimulatedEnvironment:
                     next_state = answer.next_state
                     patch = compute_delta(self.state, next_state).patch
             except ValueError as exc:
-                reason = str(exc)
+                reason, unappliable = str(exc), True
                 continue
             observation = answer.observation
             reason = None
             break
         fallback = next_state is None
+        before = self.state
         if fallback:
             observation = {"success": False, "error": FALLBACK_PREFIX + (reason or "no answer")}
             patch = []
@@ -225,12 +233,13 @@ class SimulatedEnvironment:
         step = StepRecord(len(self.history), action.to_json(), observation, patch, attempts, fallback, reason,
                           tokens_in, tokens_out, round(elapsed, 4))
         if self.shadow:
-            self._shadow(step, action)
+            self._shadow(step, action, before, "patch_does_not_apply" if unappliable else "unparseable")
         self.history.append(step)
         return copy.deepcopy(observation)
 
-    def _shadow(self, step: StepRecord, action: Action) -> None:
+    def _shadow(self, step: StepRecord, action: Action, before: dict[str, Any], fallback_class: str) -> None:
         assert self.spec.runnable is not None and self.true_state is not None
+        true_before = self.true_state
         if is_tau(self.spec.runnable):  # large states: labelled on the records the call touches
             truth, self._true_digest = label_traced(self.spec.runnable, self.true_state, action,
                                                     check_determinism=False, digest=self._true_digest)
@@ -242,5 +251,11 @@ class SimulatedEnvironment:
         step.fm = not step.fallback and same_json(step.observation, truth.observation)
         step.cm = not step.fallback and same_json_shared(self.state, truth.next_state)
         step.diverged = not step.cm
+        step.true_patch = truth.patch
+        verdicts = step_verdicts(step.fm, step.cm, fallback_class if step.fallback else None,
+                                 step.observation, truth.observation, before, self.state, true_before,
+                                 truth.next_state, self.spec.env_id)
+        step.fm_json, step.cm_numeric = verdicts.fm_json, verdicts.cm_numeric
+        step.failure = verdicts.to_json()["failure"]
         if step.diverged and self.first_divergence is None:
             self.first_divergence = step.index

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
 import pytest
 
 #: τ-bench's airline/retail subset for tests and CI (read in place, never copied): $ENVSIM_TAU_BENCH when set
-#: (.ci/run sets it), else ../shared/third_party/tau-bench next to the checkout.
+#: (.ci/run sets it), else ../shared/third_party/tau-bench next to the checkout. A user's clone has neither:
+#: tests marked ``tau`` are then skipped, saying why; with ``CI=true`` they fail instead (CI must prove them).
 TAU_BENCH_PATH = Path(os.environ.get("ENVSIM_TAU_BENCH")
                       or Path(__file__).resolve().parents[2] / "shared" / "third_party" / "tau-bench")
-os.environ["ENVSIM_TAU_BENCH"] = str(TAU_BENCH_PATH)
+TAU_BENCH_FOUND = ((TAU_BENCH_PATH / "tau_bench" / "envs" / "tool.py").is_file()
+                   or importlib.util.find_spec("tau_bench") is not None)
+if TAU_BENCH_FOUND:
+    os.environ["ENVSIM_TAU_BENCH"] = str(TAU_BENCH_PATH)
+TAU_BENCH_MISSING = (f"needs τ-bench: no tau_bench/ at {TAU_BENCH_PATH} and no installed tau_bench package "
+                     "(set ENVSIM_TAU_BENCH to the folder holding tau_bench/, or pip install "
+                     "git+https://github.com/sierra-research/tau-bench)")
 
 from envsim.construction.composition import Spec, stratified_sample
 from envsim.construction.pipeline import build_pool, write_jsonl
@@ -61,3 +69,19 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         os.environ["ENVSIM_ALLOW_UNCONFINED_SANDBOX"] = "1"
         warnings.warn(f"sandbox layers missing here ({missing}); untrusted-adapter tests run unconfined",
                       stacklevel=1)
+
+
+def in_ci() -> bool:
+    """Whether the suite runs in CI (``CI=true``, as GitHub Actions, GitLab and .ci/run set it)."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``tau`` is skipped where τ-bench is absent, with the reason and how to get it; in CI
+    (``CI=true``) τ-bench's absence fails the test instead, so CI never passes without proving them."""
+    if item.get_closest_marker("tau") is None or TAU_BENCH_FOUND:
+        return
+    if in_ci():
+        pytest.fail(f"CI=true and this test {TAU_BENCH_MISSING}", pytrace=False)
+    pytest.skip(TAU_BENCH_MISSING)

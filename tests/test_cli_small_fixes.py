@@ -56,6 +56,7 @@ def test_sft_without_llamafactory_writes_nothing(tmp_path, monkeypatch):
     run = tmp_path / "run"
     result = _sft(tmp_path, run)
     assert result.exit_code != 0 and "llamafactory-cli not found" in result.output
+    assert 'pip install -e ".[train]"' in result.output  # says what to install
     assert not run.exists()
     assert _sft(tmp_path, run, "--dry-run").exit_code == 0       # a dry run needs no launcher and writes the YAML
     assert (run / "sft.yaml").exists()

@@ -3,25 +3,17 @@ shipped v1 benchmark: a newcomer who runs the first README command sees the same
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 from click.testing import CliRunner
 
 from envsim.cli import main
-
-README = Path(__file__).resolve().parents[1] / "README.md"
+from tests.fixtures.docs import README, block_after
 
 
 def _readme_baseline_tables() -> dict[str, list[str]]:
     """Map each baseline named in the README's output block to the lines of its table."""
-    text = README.read_text(encoding="utf-8")
-    start = text.index("Output of the baselines on v1")
-    block = re.search(r"```\n(.*?)```", text[start:], re.S)
-    assert block, "the README has no fenced output block after 'Output of the baselines on v1'"
     tables: dict[str, list[str]] = {}
-    for chunk in block.group(1).strip().split("\n\n"):
+    for chunk in block_after(README, "Output of the baselines on v1").strip().split("\n\n"):
         lines = chunk.splitlines()
         model = lines[0].split(" on ", 1)[0]
         tables[model] = lines

@@ -77,8 +77,8 @@ def test_eval_tokenizer_falls_back_only_when_not_asked_explicitly(tmp_path):
 
 
 def test_local_model_directory_uses_its_own_tokenizer_and_chat_template(tmp_path):
-    pytest.importorskip("transformers")
-    pytest.importorskip("tokenizers")
+    pytest.importorskip("transformers", reason="needs transformers (the [train] extra: pip install -e \".[train]\")")
+    pytest.importorskip("tokenizers", reason="needs tokenizers (the [train] extra: pip install -e \".[train]\")")
     from envsim.training.tiny_model import CHAT_TEMPLATE, SPECIAL_TOKENS
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast

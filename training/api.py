@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from envsim.training.errors import TrainDataStopped
 
@@ -72,12 +72,15 @@ class TrainDataSummary:
 def train_data(out: str | Path, *, recipe: str = "default", rationales: bool = False, workers: int = 1,
                version: str = "v1", prompt_version: str | None = None, cutoff: int = 8192,
                over_cutoff: str = "drop", tokenizer: str | Path | None = None,
-               track: str | None = None) -> TrainDataSummary:
+               track: str | None = None, envs: Sequence[str] = (),
+               exclude: Sequence[str | Path] = ()) -> TrainDataSummary:
     """Write chat-format SFT data (JSONL + records + ``dataset_info.json`` + ``stats.json``) into ``out`` from
     training-split environments of benchmark ``version``; keywords mirror ``envsim train data``'s options
     (``tokenizer``: a local model directory whose tokenizer counts tokens; default Qwen's BPE, offline).
     ``track="tau"``: τ-bench's train tasks instead, prompted with state views (``training.tau_data``; the
-    recipe does not apply). Progress follows ``ENVSIM_PROGRESS``."""
+    recipe does not apply). ``envs``: your own ``module:Class`` environments instead of the registry's
+    (``training.own_env_data``: explorer episodes disjoint from the test split's, ``exclude`` = test files whose
+    record ids are dropped exactly; large states prompted with views). Progress follows ``ENVSIM_PROGRESS``."""
     from envsim.construction.composition import CompositionError
     from envsim.construction.splits import training_envs
     from envsim.envs.registry import list_envs
@@ -99,6 +102,10 @@ def train_data(out: str | Path, *, recipe: str = "default", rationales: bool = F
     except TokenizerUnavailable as exc:
         raise TrainDataStopped(str(exc)) from None
     out_dir = Path(out)
+    if envs:
+        return _own_env_data(list(envs), spec, out_dir, exclude=[Path(p) for p in exclude],
+                             prompt_version=prompt_version, cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=counter,
+                             workers=workers)
     envs = training_envs([e.id for e in list_envs() if e.builtin], version)
     with tqdm(total=len(envs), desc="rollouts (train)", unit="env") as bar:
         try:
@@ -109,6 +116,25 @@ def train_data(out: str | Path, *, recipe: str = "default", rationales: bool = F
             raise TrainDataStopped(f"{exc}; raise the recipe's rollout episodes/steps") from None
         except OverCutoffError as exc:
             raise TrainDataStopped(str(exc)) from None
+    return TrainDataSummary(out_dir=out_dir, stats=stats)
+
+
+def _own_env_data(env_ids: list[str], recipe: dict[str, Any], out_dir: Path, *, exclude: list[Path],
+                  prompt_version: str | None, cutoff: int, over_cutoff: str, tokenizer: Any,
+                  workers: int) -> TrainDataSummary:
+    """``train_data`` of the user's own environments (``training.own_env_data``)."""
+    from envsim.construction.composition import CompositionError
+    from envsim.envs.registry import UnknownEnvironment
+    from envsim.training.data import OverCutoffError
+    from envsim.training.own_env_data import build_own_env_data
+
+    try:
+        stats = build_own_env_data(env_ids, recipe, out_dir, exclude=exclude, prompt_version=prompt_version,
+                                   cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=tokenizer, workers=workers)
+    except (CompositionError, OverCutoffError, UnknownEnvironment, ImportError, AttributeError, TypeError,
+            ValueError, OSError) as exc:
+        raise TrainDataStopped(f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)) \
+            from None
     return TrainDataSummary(out_dir=out_dir, stats=stats)
 
 

@@ -38,7 +38,7 @@ class OverCutoffError(ValueError):
     """Samples whose full chat exceeds the SFT cutoff, with ``over_cutoff='refuse'``."""
 
 
-SHIPPED_RECIPES: tuple[str, ...] = ("default", "smoke")
+SHIPPED_RECIPES: tuple[str, ...] = ("default", "smoke", "small-view")
 
 
 def load_recipe(source: str | Path | None) -> dict[str, Any]:
@@ -121,8 +121,12 @@ def write_sft_dataset(records: list[dict[str, Any]], out_dir: Path, name: str, p
     """Write ``<name>.jsonl`` (chat samples), ``<name>.records.jsonl`` and ``dataset_info.json``.
 
     Samples over ``cutoff`` tokens are dropped from both files or refused (``fit_to_cutoff``);
-    refusing writes nothing. Returns the dataset name and the token statistics.
+    refusing writes nothing. Records of large-state environments keep their states once under
+    ``<name>.records_states/`` (``construction.stored_states``). Returns the dataset name and the token statistics.
     """
+    from envsim.benchmark.state_store import state_folder
+    from envsim.construction.stored_states import store_large_states
+
     name = name.replace("-", "_")
     version = check_version(version)
     samples = [sft_sample(r, prompt_mode, rationale, class_sources, version) for r in records]
@@ -130,7 +134,8 @@ def write_sft_dataset(records: list[dict[str, Any]], out_dir: Path, name: str, p
     tokens["prompt_mode"] = prompt_mode
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl((samples[i] for i in kept), out_dir / f"{name}.jsonl")
-    write_jsonl((records[i] for i in kept), out_dir / f"{name}.records.jsonl")
+    records_path = out_dir / f"{name}.records.jsonl"  # large states stored once beside it (stored_states)
+    write_jsonl(store_large_states([records[i] for i in kept], state_folder(records_path)), records_path)
     (out_dir / "dataset_info.json").write_text(json.dumps(dataset_info(name, f"{name}.jsonl"), indent=2) + "\n")
     return name, tokens
 

@@ -184,8 +184,13 @@ def launch_command(config_path: Path, gpus: int, ds_path: Path | None,
 
 
 def read_records(path: Path, version: str = "v1") -> list[dict[str, Any]]:
-    """Benchmark-format records for RL prompts; refuses held-out environments (``LeakError``)."""
+    """Benchmark-format records for RL prompts (states stored once resolve from ``state_folder(path)``); refuses
+    held-out environments (``LeakError``)."""
+    from envsim.benchmark.state_store import has_refs, resolve, state_folder
+
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    folder = state_folder(path)  # large states stored once (train data --env, --track tau): resolved on read
+    records = [resolve(r, folder) if has_refs(r) else r for r in records]
     if not records:
         raise ValueError(f"{path} holds no records")
     missing = [k for k in ("env", "state", "action", "observation", "next_state") if k not in records[0]]
@@ -197,8 +202,12 @@ def read_records(path: Path, version: str = "v1") -> list[dict[str, Any]]:
 
 def rl_rows(records: list[dict[str, Any]], prompt_mode: str,
             prompt_version: str = LATEST_PROMPT_VERSION) -> list[dict[str, Any]]:
-    """Dataset rows: conversational ``prompt`` (the evaluation prompt) and the ``record`` as JSON text."""
-    return [{"prompt": build_messages(r, prompt_mode, version=prompt_version), "record": json.dumps(r, sort_keys=True)} for r in records]
+    """Dataset rows: conversational ``prompt`` (the evaluation prompt) and the ``record`` as JSON text (whole
+    states: the reward scores against them)."""
+    from envsim.construction.stored_states import materialise
+
+    return [{"prompt": build_messages(r, prompt_mode, version=prompt_version), "record": json.dumps(m, sort_keys=True)}
+            for r, m in zip(records, materialise(records))]
 
 
 def _repair_trl_availability_flags() -> None:

@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -36,6 +37,15 @@ def serve_command(model: str, backend: Backend, host: str, port: int, name: str 
         return ["vllm", "serve", model, "--host", host, "--port", str(port), "--served-model-name", name or model]
     return ["transformers", "serve", model, "--host", host, "--port", str(port), "--device",
             "auto" if cuda_available() else "cpu"]
+
+
+def find_executable(name: str) -> str | None:
+    """``name`` on PATH, else next to this Python (a virtual environment used without activating it)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    sibling = os.path.join(os.path.dirname(sys.executable), name)
+    return sibling if os.access(sibling, os.X_OK) else None
 
 
 @dataclass
@@ -76,18 +86,24 @@ def start_server(model: str, backend: Backend = "auto", host: str = "127.0.0.1",
                  ready_timeout: float = 600.0, log_path: str | None = None) -> RunningServer:
     """Start the server and wait until it answers; raises ``RuntimeError`` with the log tail if it does not."""
     command = serve_command(model, backend, host, port)
-    if shutil.which(command[0]) is None:
+    executable = find_executable(command[0])
+    if executable is None:
         raise RuntimeError(f"{command[0]!r} not found: install vLLM (GPU) or the [train] extra (transformers serve)")
+    command[0] = executable
     log = open(log_path, "w") if log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the process
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     server = RunningServer(process, f"http://{host}:{port}/v1", model)
     deadline = time.monotonic() + ready_timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = open(log_path).read()[-2000:] if log_path else ""
-            raise RuntimeError(f"server exited with code {process.returncode} before answering\n{tail}")
-        if answers(server.base_url, model):
-            return server
-        time.sleep(1.0)
+    try:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                tail = open(log_path).read()[-2000:] if log_path else ""
+                raise RuntimeError(f"server exited with code {process.returncode} before answering\n{tail}")
+            if answers(server.base_url, model):
+                return server
+            time.sleep(1.0)
+    except KeyboardInterrupt:  # Ctrl-C while it loads: the server (in its own session) goes too
+        server.stop()
+        raise
     server.stop()
     raise RuntimeError(f"server did not answer within {ready_timeout:.0f} s")

@@ -2,7 +2,9 @@
 
 The pool is ``construction.tau_track.training_pool``: every ground-truth call of τ-bench's train tasks
 (retail; airline ships none) replayed in order from the initial database, labelled on the records it
-touches, with the calls identical to a test task's call dropped (12 in retail). A whole-database prompt
+touches, plus explorer reads and failures on each of those states (``construction.tau_train_explorer``:
+the train tasks replay almost only writes, agents mostly read), with the calls identical to a test task's
+call dropped (12 in retail). A whole-database prompt
 is 0.45–1.2 M tokens, so samples use ``mdp-view`` (prompt version 3): the view of each call, full-state
 paths in the target patch. States are stored once under ``<out>/tau_states`` and referenced by the
 ``tau_sft.records.jsonl`` records (``benchmark.state_store``), as in the shipped track.
@@ -29,6 +31,7 @@ def build_tau_sft_data(out_dir: Path, *, prompt_version: str | None = None, cuto
     ``prompt_version`` must define ``mdp-view`` (3 or later; default 3). Raises ``ValueError`` otherwise."""
     from envsim.benchmark.state_store import resolve
     from envsim.construction.tau_track import training_pool
+    from envsim.construction.tau_train_explorer import TrainStateCalls
     from envsim.training.data import write_sft_dataset
 
     version = check_version(prompt_version or VIEW_PROMPT_VERSION)
@@ -36,7 +39,7 @@ def build_tau_sft_data(out_dir: Path, *, prompt_version: str | None = None, cuto
         raise ValueError(f"the tau track is prompted with state views (mdp-view), which need prompt version "
                          f"{VIEW_PROMPT_VERSION} or later, not {version}")
     folder = out_dir / "tau_states"
-    records = [resolve(row, folder) for row in training_pool(folder)]
+    records = [resolve(row, folder) for row in training_pool(folder, extra=TrainStateCalls(seed=0))]
     name, tokens = write_sft_dataset(records, out_dir, TAU_DATASET, TAU_PROMPT_MODE, version=version, cutoff=cutoff,
                                      over_cutoff=over_cutoff, tokenizer=tokenizer)
     dropped = set(tokens["dropped_ids"])
@@ -44,7 +47,10 @@ def build_tau_sft_data(out_dir: Path, *, prompt_version: str | None = None, cuto
     stats = {"name": name, "track": "tau", "samples": len(kept), "environments": len({r["env"] for r in kept}),
              "pool": len(records), "prompt_mode": TAU_PROMPT_MODE, "prompt_version": version, "rationales": False,
              "cutoff": cutoff, "dropped_over_cutoff": len(dropped),
-             "source": "τ-bench train tasks (ground-truth calls replayed); calls identical to a test task's dropped",
+             "source": "τ-bench train tasks (ground-truth calls replayed) plus explorer reads and failures on their "
+                       "states (construction.tau_train_explorer); calls identical to a test task's dropped",
+             "by_source": {k: sum(r["source"].split(":")[0] == k for r in kept) for k in ("task", "explorer")},
+             "by_outcome": {o: sum(r["outcome"] == o for r in kept) for o in ("failure", "no_change", "change")},
              "by_env": {env: sum(r["env"] == env for r in kept) for env in sorted({r["env"] for r in kept})},
              "by_stratum": {s: sum(r["stratum"] == s for r in kept) for s in STRATA}, "tokens": tokens}
     (out_dir / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")

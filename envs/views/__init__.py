@@ -38,6 +38,18 @@ Contract
   scan read answered by a filter note. View size is counted in Qwen tokens (``envsim.tokens``).
   ``benchmarks/view_coverage.py`` prints the figures. Reading back what the call itself wrote is not a
   read of the state; ``traced_env`` also traces top-level attributes (``self.today``) of EnvSim environments.
+* **Object models.** Code that reaches the state through an object model rebuilt from the dump
+  (``self.db.orders[order_id].status``, ``order.items``, ``user.email == email`` in a scan) is read like
+  subscripts: ``self.db`` stands for the whole state when the code goes on to a top-level key through it,
+  attribute chains on state values are field reads, calls handed to other objects whose code the tool code
+  holds (``tools.X.invoke(data, ...)``, ``self._kit.lookup(...)``) are followed. Such a model is rebuilt from
+  the whole dump, so its records are shown whole and every top-level collection is present. A ``raise`` that
+  every path reaching it takes (its tests folded on known values: ``order_id not in self.db.orders``) ends
+  the analysis, as it ends the call.
+* **Verified at construction** (``verify.py``): for the user's own environments every view is run alone on the
+  record it belongs to; one that does not reproduce the record is widened (whole records, whole collections,
+  the whole state), counted per tool and noted in the prompt, and the widening is stored on the record
+  (``view``) so ``compute_view(..., widening=...)`` renders exactly the verified view at eval time.
 * **Runs alone** (``oracle.py``): every container the code reaches (membership tests, scans, writes) is in
   the view, possibly empty, records keep the full state's key order, a scan's tested fields are shown on
   every record of that collection the view holds, and values the call writes are followed when it reads

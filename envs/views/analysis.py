@@ -31,8 +31,23 @@ from envsim.envs.views.state import StateAccessMixin
 from envsim.envs.views.statements import StatementsMixin
 from envsim.envs.views.values import (  # noqa: F401  (re-exported: importers use envsim.envs.views.analysis)
     MAX_CALL_DEPTH, MAX_KNOWN, MAX_STEPS, UNKNOWN, DictV, FilterNote, ItemsOf, Known, Node, Path, ReadNeeds, Seq,
-    TupleV, _Budget, _Return, known, pointer,
+    TupleV, _Budget, _Raised, _Return, known, pointer,
 )
+
+
+class ToolCodeUnreadable(ValueError):
+    """A tool's code that Python's parser cannot read: a syntax error, or nesting past the parser's limits."""
+
+
+def parse_tool_source(source: str) -> ast.Module:
+    """``ast.parse(source)``; ``ToolCodeUnreadable`` (with the parser's reason) when the code cannot be parsed,
+    including nesting the parser refuses (``too many nested parentheses``, its recursion or stack limit)."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError) as exc:
+        raise ToolCodeUnreadable(f"{type(exc).__name__}: {str(exc)[:160]}") from None
+    except (RecursionError, MemoryError):  # CPython's parser reports too deep nesting so
+        raise ToolCodeUnreadable("nested too deeply for Python's parser") from None
 
 
 class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
@@ -42,7 +57,7 @@ class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMix
         self.state = state
         self.needs = ReadNeeds()
         self.root_names = root_names
-        self.module = ast.parse(source)
+        self.module = parse_tool_source(source)
         self.functions: dict[str, ast.FunctionDef] = {}
         self.constants: dict[str, Any] = {}
         self._collect(self.module.body)
@@ -52,6 +67,8 @@ class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMix
         self._pairs: dict[str, str] = {}  # value variable -> key variable of a ``for k, v in d.items()``
         self.written: dict[Path, list] = {}  # state path -> abstract values the call may have written there
         self._derefs: set = set()
+        self.handles = self._model_handles()
+        self.needs.whole_records = bool(self.handles)
 
     # -- set-up -------------------------------------------------------------------------------------
     def _collect(self, body: list[ast.stmt]) -> None:
@@ -66,9 +83,25 @@ class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMix
                 except (ValueError, SyntaxError, TypeError):
                     pass
 
+    def _model_handles(self) -> set[str]:
+        """Attributes of ``self`` that stand for the whole state as an object model: ``db`` in ``self.db.orders``
+        when ``orders`` is a top-level key of the state and ``db`` is not (the wrapper rebuilds ``self.db`` from
+        the dump)."""
+        if not isinstance(self.state, dict):
+            return set()
+        found: set[str] = set()
+        for fn in self.functions.values():
+            for sub in ast.walk(fn):
+                inner = sub.value if isinstance(sub, ast.Attribute) else None
+                if (isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name)
+                        and inner.value.id in self.root_names and inner.attr not in self.state
+                        and inner.attr not in self.functions and sub.attr in self.state):
+                    found.add(inner.attr)
+        return found
+
     def entry(self, tool_name: str) -> ast.FunctionDef | None:
-        """The function the call runs: ``invoke`` (τ-bench), the tool's own name, or the first one."""
-        for name in ("invoke", tool_name):
+        """The function the call runs: the tool's own name, ``invoke`` (τ-bench), or the first one."""
+        for name in (tool_name, "invoke"):
             if name in self.functions:
                 return self.functions[name]
         return next(iter(self.functions.values()), None)
@@ -98,10 +131,13 @@ class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMix
         try:
             self._run_body(func.body, env)
             self.use(env.get("<return>"))  # the observation is the returned value, read whole
-        except _Return:
+        except (_Return, _Raised):
             pass
         except _Budget:
             self.needs.widened.append(f"analysis budget ({MAX_STEPS} steps) spent: whole state")
+            self.needs.full.add(())
+        except RecursionError:  # code that parses but nests past the interpreter's recursion: analysed no further
+            self.needs.widened.append("code nested too deeply to analyse: whole state")
             self.needs.full.add(())
         return self.needs
 

@@ -25,6 +25,13 @@ class CallsMixin:
                 fn = self.functions[method]
                 static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
                 return self._call_function(fn, args if static else [base] + args, node, env)
+            if method in self.functions and not isinstance(base, (Node, Known, ItemsOf, Seq)):
+                # a call handed to another object or class whose code the tool code holds
+                # (``tools.GetOrder.invoke(data, ...)``, ``self._kit.lookup(key)``): a static function gets the
+                # arguments; a method's ``self`` is taken to hold the same state (the root)
+                fn = self.functions[method]
+                static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
+                return self._call_function(fn, args if static else [Node(frozenset({()}))] + args, node, env)
             if method == "get" and args:
                 default = args[1] if len(args) > 1 else Known((None,))
                 return self.subscript(base, args[0], default=default)

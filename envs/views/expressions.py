@@ -8,8 +8,12 @@ from typing import Any
 
 from envsim.envs.views.operators import _binop, _boolop, _cmpop, _format, _unaryop
 from envsim.envs.views.values import (
-    MAX_KNOWN, UNKNOWN, DictV, ItemsOf, Known, Node, Seq, TupleV, _union, known,
+    MAX_KNOWN, UNKNOWN, DictV, ItemsOf, Known, Node, Seq, TupleV, _Raised, _union, known,
 )
+
+
+#: Attribute names of dicts and lists: ``orders.get`` is a method, never a field of a record.
+_CONTAINER_METHODS = frozenset(dir(dict)) | frozenset(dir(list))
 
 
 class ExpressionsMixin:
@@ -42,14 +46,20 @@ class ExpressionsMixin:
             base = self.eval(node.value, env)
             if (isinstance(node.value, ast.Name) and node.value.id in self.root_names and isinstance(base, Node)
                     and base.paths == frozenset({()})):
+                if node.attr in self.handles:  # ``self.db``: the object model rebuilt from the whole state
+                    return base
+                if node.attr.startswith("_") and not (isinstance(self.state, dict) and node.attr in self.state):
+                    return UNKNOWN  # a private attribute is never state (a toolkit object, a cache)
                 return self.subscript(base, Known((node.attr,)))
+            if isinstance(base, Node) and (node.attr not in _CONTAINER_METHODS or self._has_field(base, node.attr)):
+                return self.subscript(base, Known((node.attr,)))  # a field of the dumped model: ``order.status``
             return UNKNOWN
         if isinstance(node, ast.Subscript):
             return self.subscript(self.eval(node.value, env), self._index_value(node.slice, env))
         if isinstance(node, ast.Compare):
             return self._compare(node, env)
         if isinstance(node, ast.BoolOp):
-            vals = [self.eval(v, env) for v in node.values]
+            vals = [self.eval(node.values[0], env)] + [self._eval_maybe(v, env) for v in node.values[1:]]
             for v in vals:
                 self.use(v)
             return self._fold(lambda *xs: _boolop(node.op, xs), vals)
@@ -64,7 +74,7 @@ class ExpressionsMixin:
             return self._fold(lambda a: _unaryop(node.op, a), [operand])
         if isinstance(node, ast.IfExp):
             self.use(self.eval(node.test, env))
-            return _union(self.eval(node.body, env), self.eval(node.orelse, env))
+            return _union(self._eval_maybe(node.body, env), self._eval_maybe(node.orelse, env))
         if isinstance(node, ast.JoinedStr):
             parts = []
             for value in node.values:
@@ -108,9 +118,15 @@ class ExpressionsMixin:
                     pass
             return DictV(tuple(pairs))
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-            return Seq(self._comprehension(node.generators, [node.elt], env)[0])
+            try:  # the elements may never be computed (an empty collection): a raise there is not sure
+                return Seq(self._comprehension(node.generators, [node.elt], env)[0])
+            except _Raised:
+                return Seq(UNKNOWN)
         if isinstance(node, ast.DictComp):
-            key, value = self._comprehension(node.generators, [node.key, node.value], env)
+            try:
+                key, value = self._comprehension(node.generators, [node.key, node.value], env)
+            except _Raised:
+                return UNKNOWN
             self.use(key)
             self.use(value)
             return UNKNOWN
@@ -128,6 +144,25 @@ class ExpressionsMixin:
             if isinstance(child, ast.expr):
                 self.use(self.eval(child, env))
         return UNKNOWN
+
+    def _has_field(self, base: Node, name: str) -> bool:
+        """Whether a record at one of ``base``'s paths has the field ``name`` (``order.items`` is a field, not
+        ``dict.items``)."""
+        for p in base.paths:
+            try:
+                value = self.at(p)
+            except (KeyError, IndexError, TypeError):
+                continue
+            if isinstance(value, dict) and name in value:
+                return True
+        return False
+
+    def _eval_maybe(self, node: ast.expr, env: dict[str, Any]) -> Any:
+        """``eval`` of an expression that may not be evaluated (short-circuit, one branch): a raise is not sure."""
+        try:
+            return self.eval(node, env)
+        except _Raised:
+            return UNKNOWN
 
     def _fold(self, fn: Any, args: list[Any]) -> Any:
         """Fold a pure operation over known candidates (UNKNOWN if any is unknown or it fails)."""
@@ -153,6 +188,8 @@ class ExpressionsMixin:
                 self._membership(left, right)
                 if isinstance(right, Known):
                     values.append(right)
+                elif len(node.ops) == 1 and isinstance(right, Node):
+                    return self._membership_fold(left, right, isinstance(op, ast.NotIn))
                 else:
                     values.append(UNKNOWN)
             else:
@@ -163,7 +200,29 @@ class ExpressionsMixin:
         if len(node.ops) == 1 and all(isinstance(v, Known) for v in values):
             op = node.ops[0]
             return self._fold(lambda a, b: _cmpop(op, a, b), values)
+        if all(isinstance(v, Known) and len(v.values) == 1 for v in values):  # ``1 <= rating <= 5``
+            ops = node.ops
+            return self._fold(lambda *xs: all(_cmpop(o, x, y) for o, x, y in zip(ops, xs, xs[1:])), values)
         return UNKNOWN
+
+    def _membership_fold(self, item: Any, container: Node, negated: bool) -> Any:
+        """``key in <state dict>`` as known booleans when the keys and dicts are known and the call wrote no
+        key there (the answer then reads the same on the view: present keys are shown, absent ones noted)."""
+        key = self.deref(item) if isinstance(item, Node) else item
+        if not (isinstance(key, Known) and key.values and container.paths):
+            return UNKNOWN
+        verdicts = []
+        for p in container.paths:
+            if any(w[:len(p)] == p and len(w) == len(p) + 1 for w in self.written):
+                return UNKNOWN
+            try:
+                target = self.at(p)
+            except (KeyError, IndexError, TypeError):
+                return UNKNOWN
+            if not isinstance(target, dict) or not all(isinstance(k, (str, int, float, bool)) for k in key.values):
+                return UNKNOWN
+            verdicts += [(k in target) != negated for k in key.values]
+        return known(*verdicts)
 
     def _membership(self, item: Any, container: Any) -> None:
         """``item in container``: a key test on a state dict becomes a membership answer."""
@@ -248,4 +307,4 @@ class ExpressionsMixin:
             inner = dict(env)
             for arg in lam.args.args:
                 inner[arg.arg] = elem
-            self.use(self.eval(lam.body, inner))
+            self.use(self._eval_maybe(lam.body, inner))

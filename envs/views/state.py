@@ -20,6 +20,16 @@ class StateAccessMixin:
             value = value[key]
         return value
 
+    def _state_position(self, parent: Path) -> Any:
+        """A sort key putting keys (or list indices) of the container at ``parent`` in the state's own order, so
+        a view lists matched records the same way in every process (never in set order)."""
+        try:
+            container = self.at(parent)
+        except (KeyError, IndexError, TypeError):
+            container = None
+        position = {key: i for i, key in enumerate(container)} if isinstance(container, dict) else {}
+        return lambda key: (position.get(key, len(position)), str(type(key)), str(key))
+
     def use(self, value: Any) -> None:
         """``value`` is read whole: its state nodes are needed as full subtrees."""
         if isinstance(value, Node):
@@ -75,6 +85,19 @@ class StateAccessMixin:
         elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
               and target.value.id in self.root_names):
             self.write(self.eval(target.value, env), Known((target.attr,)), value)
+        elif isinstance(target, ast.Attribute):  # ``order.status = ...`` on a record of the dumped model
+            base = self.eval(target.value, env)
+            if isinstance(base, Node):
+                self.needs.reach.update(base.paths)
+                self.write(base, Known((target.attr,)), value)
+
+    def _reached_key(self, path: Path, value: Any) -> None:
+        """A key the code looks up is present in the view even when its value is not read (``products =
+        data["products"]`` on a path that returns early): a dict as a container (maybe empty), a scalar whole."""
+        if isinstance(value, dict):
+            self.needs.reach.add(path)
+        elif not isinstance(value, list):
+            self.needs.full.add(path)
 
     def children(self, node: Node) -> Node:
         """All children of the containers at ``node`` (their key sets are needed)."""
@@ -109,6 +132,7 @@ class StateAccessMixin:
                     if isinstance(container, dict):
                         if isinstance(k, (str, int, float, bool)) and k in container:
                             out.add(p + (k,))
+                            self._reached_key(p + (k,), container[k])
                         elif isinstance(k, (str, int, float, bool)) or k is None:
                             self.needs.absent.add((p, k))
                     elif isinstance(container, list):

@@ -7,7 +7,8 @@ from typing import Any
 
 from envsim.envs.views.operators import _CASE_FOLDS, _binop
 from envsim.envs.views.values import (
-    MAX_STEPS, UNKNOWN, FilterNote, ItemsOf, Known, Node, Path, Seq, TupleV, _Budget, _dedupe, _union,
+    MAX_STEPS, UNKNOWN, FilterNote, ItemsOf, Known, Node, Path, Seq, TupleV, _Budget, _dedupe, _Raised, _union,
+    truth,
 )
 
 
@@ -55,14 +56,12 @@ class StatementsMixin:
         elif isinstance(stmt, ast.While):
             for _ in range(2):
                 self._expr_used(stmt.test, env)
-                self._run_body(stmt.body, env)
-            self._run_body(stmt.orelse, env)
+                if not self._maybe(stmt.body, env):
+                    break
+            self._maybe(stmt.orelse, env)
         elif isinstance(stmt, ast.Try):
-            self._run_body(stmt.body, env)
-            for handler in stmt.handlers:
-                self._run_body(handler.body, env)
-            self._run_body(stmt.orelse, env)
-            self._run_body(stmt.finalbody, env)
+            for body in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody):
+                self._maybe(body, env)
         elif isinstance(stmt, ast.With):
             for item in stmt.items:
                 self.use(self.eval(item.context_expr, env))
@@ -70,6 +69,8 @@ class StatementsMixin:
         elif isinstance(stmt, ast.Raise):
             if stmt.exc is not None:
                 self._expr_used(stmt.exc, env)
+            if "<return>" not in env:  # no path of this function returned before: the call ends here
+                raise _Raised()
         elif isinstance(stmt, ast.Assert):
             self._expr_used(stmt.test, env)
         elif isinstance(stmt, ast.Delete):
@@ -79,6 +80,21 @@ class StatementsMixin:
         elif isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
             self._collect([stmt])
         # pass, break, continue, import, global: nothing read
+
+    def _sure(self, test: ast.expr, value: Any, env: dict[str, Any]) -> bool | None:
+        """``truth(value)`` of a branch test, unless the test names a local container (aliases or helpers may
+        have changed it in place: its known value is not trusted to end the call)."""
+        if any(isinstance(n, ast.Name) and _mutable_known(env.get(n.id)) for n in ast.walk(test)):
+            return None
+        return truth(value)
+
+    def _maybe(self, body: list[ast.stmt], env: dict[str, Any]) -> bool:
+        """Run a body that may not run (a loop pass, a handler, an unknown branch); ``False`` if it surely raised."""
+        try:
+            self._run_body(body, env)
+        except _Raised:
+            return False
+        return True
 
     def _expr_used(self, node: ast.expr, env: dict[str, Any]) -> None:
         self.use(self.eval(node, env))
@@ -119,15 +135,18 @@ class StatementsMixin:
             inner = dict(env)
             inner.update(narrowed)
             self._expr_used(stmt.test, inner)
-            self._run_body(stmt.body, inner)
+            self._maybe(stmt.body, inner)
             for name, value in inner.items():
                 if name not in narrowed and inner[name] is not env.get(name):
                     env[name] = _union(env.get(name), value)
             return
         test = self.eval(stmt.test, env)
         self.use(test)
-        self._run_body(stmt.body, env)
-        self._run_body(stmt.orelse, env)
+        verdict = self._sure(stmt.test, test, env)  # a branch surely taken that surely raises ends the call
+        if not self._maybe(stmt.body, env) and verdict is True:
+            raise _Raised()
+        if not self._maybe(stmt.orelse, env) and verdict is False:
+            raise _Raised()
 
     def _note_pair(self, target: ast.expr, iterable: Any) -> None:
         """Remember ``k, v`` of ``for k, v in d.items()``: narrowing ``v`` narrows ``k`` with it."""
@@ -143,8 +162,9 @@ class StatementsMixin:
         self._loop_vars |= names
         for _ in range(2):  # a second pass lets values assigned in the body reach the next iteration
             self._assign(stmt.target, elem, env)
-            self._run_body(stmt.body, env)
-        self._run_body(stmt.orelse, env)
+            if not self._maybe(stmt.body, env):
+                break
+        self._maybe(stmt.orelse, env)
 
     # -- filters (scan narrowing) -------------------------------------------------------------------
     def _narrow(self, test: ast.expr, env: dict[str, Any]) -> dict[str, Any] | None:
@@ -206,6 +226,9 @@ class StatementsMixin:
                   and node.args and isinstance(node.args[0], ast.Constant)):
                 fields.append(node.args[0].value)
                 node = node.func.value
+            elif isinstance(node, ast.Attribute):  # ``user.email``: a field of the dumped model
+                fields.append(node.attr)
+                node = node.value
             else:
                 break
         if isinstance(node, ast.Name) and fields:
@@ -234,6 +257,11 @@ class StatementsMixin:
             by_parent.setdefault(p[:-1], []).append(p)
         self.needs.scan_fields.update((parent, fields) for parent in by_parent)
         for parent, members in ([] if show_all else by_parent.items()):  # shown fields need no note
-            keys = [m[-1] for m in members if m in matched]
+            keys = sorted((m[-1] for m in members if m in matched), key=self._state_position(parent))
             self.needs.add_filter(FilterNote(parent, fields, tuple(values), folded, keys))
         return Node(frozenset(matched))
+
+
+def _mutable_known(value: Any) -> bool:
+    """A known value that holds a list, dict or set (it can change in place)."""
+    return isinstance(value, Known) and any(isinstance(v, (list, dict, set)) for v in value.values)

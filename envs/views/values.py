@@ -25,10 +25,33 @@ class _Unknown:
 UNKNOWN: Any = _Unknown()
 
 
+def _path_key(path: Path) -> tuple:
+    return tuple((0, key, "") if isinstance(key, int) else (1, 0, str(key)) for key in path)
+
+
+class PathSet(frozenset):
+    """A frozenset of paths that iterates in one fixed order (list indices numerically, keys by text), so what
+    the analysis derives from iterating it (known values, filter notes, rendered views) is the same in every
+    process: a plain frozenset of strings iterates in hash order, which ``PYTHONHASHSEED`` changes."""
+
+    def __iter__(self):  # type: ignore[override]
+        ordered = self.__dict__.get("_ordered")
+        if ordered is None:
+            ordered = self.__dict__["_ordered"] = tuple(sorted(frozenset.__iter__(self), key=_path_key))
+        return iter(ordered)
+
+    def __or__(self, other: Any) -> "PathSet":  # type: ignore[override]
+        return PathSet(frozenset.__or__(self, other))
+
+
 @dataclass(frozen=True)
 class Node:
-    """The state value at one of ``paths``."""
+    """The state value at one of ``paths`` (iterated in a fixed order)."""
     paths: frozenset
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.paths, PathSet):
+            object.__setattr__(self, "paths", PathSet(self.paths))
 
 
 @dataclass(frozen=True)
@@ -89,6 +112,8 @@ class ReadNeeds:
     reach: set = field(default_factory=set)       # containers written to: present in the view, maybe empty
     scan_fields: set = field(default_factory=set)  # (collection, field) a scan tests on each record it visits
     widened: list = field(default_factory=list)   # reasons the analysis had to widen
+    whole_records: bool = False  # the code reaches the state through an object model (``self.db.orders``):
+    # records are rebuilt whole from the dump, so every record shown is shown whole and every top-level key is there
 
     def add_filter(self, note: FilterNote) -> None:
         """Record ``note``, merging with an equal filter seen before."""
@@ -157,3 +182,21 @@ class _Return(Exception):
 
 class _Budget(Exception):
     pass
+
+
+class _Raised(Exception):
+    """A ``raise`` every path reaching it takes (no return seen, every enclosing test known true): the rest of
+    the call is never run, so it reads nothing more."""
+
+
+def truth(value: Any) -> bool | None:
+    """Whether an abstract test is surely true (``True``), surely false (``False``) or unknown (``None``)."""
+    if isinstance(value, Known) and value.values:
+        verdicts = set()
+        for v in value.values:
+            try:
+                verdicts.add(bool(v))
+            except Exception:  # noqa: BLE001 - a value without a truth value: unknown
+                return None
+        return verdicts.pop() if len(verdicts) == 1 else None
+    return None

@@ -16,6 +16,11 @@ from envsim.envs.views.analysis import FilterNote, Path, ReadNeeds, analyse_read
 MAX_LISTED_KEYS = 200
 #: Omitted record fields are named when there are at most this many.
 MAX_NAMED_FIELDS = 12
+#: Widenings construction may choose when a view fails verification, narrowest first (``widen_needs``).
+WIDENINGS = ("records", "collections", "state")
+_WIDENING_TEXT = {"records": "whole records (every record it touches shown whole)",
+                  "collections": "whole top-level collections (every collection it touches shown whole)",
+                  "state": "the whole state"}
 
 
 @dataclass
@@ -30,10 +35,15 @@ class View:
     omissions: list = field(default_factory=list)  # text lines: what the view leaves out
     widened: list = field(default_factory=list)  # where the analysis had to widen
     complete: set = field(default_factory=set)   # partly shown containers whose every key is shown
+    widening: str | None = None  # the widening construction's verification chose (one of ``WIDENINGS``)
 
     def notes(self) -> list[str]:
-        """Every note of the view, in the order the prompt shows them."""
-        lines = [f"- {line}" for line in self.omissions]
+        """Every note of the view, in the order the prompt shows them (widenings first)."""
+        lines = [f"- the analysis widened this view: {reason}" for reason in self.widened]
+        if self.widening:
+            lines.append(f"- verification widened this view to {_WIDENING_TEXT[self.widening]}: the call run on the "
+                         f"narrower view did not give the same result as on the full state")
+        lines += [f"- {line}" for line in self.omissions]
         lines += [f"- {pointer(p)} has no key {json.dumps(k, ensure_ascii=False)}"
                   for p, k in sorted(self.absent, key=lambda pk: (pointer(pk[0]), str(pk[1])))]
         lines += [f"- {pointer(p)} has exactly the keys {json.dumps(keys, ensure_ascii=False)}"
@@ -178,8 +188,56 @@ def _describe_omitted(path: Path, container: dict, shown_keys: set) -> str:
     return f"{where}: {len(missing)} of {len(container)} keys not shown"
 
 
+def _record(state: Any, path: Path) -> Path:
+    """``path`` cut at its record: ``(collection, key)`` under a top-level dict collection."""
+    return path[:2] if len(path) > 2 and isinstance(state.get(path[0]), dict) else path
+
+
+def _touched(needs: ReadNeeds) -> set:
+    """Every path the needs name or reach (shown subtrees, containers, membership and scan collections)."""
+    return (set(needs.full) | set(needs.reach) | set(needs.keys) | {p for p, _ in needs.absent}
+            | {n.collection for n in needs.filters} | {c for c, _ in needs.scan_fields})
+
+
+def _records_whole(state: Any, needs: ReadNeeds) -> ReadNeeds:
+    """``needs`` with every record it reaches needed whole and every top-level key present (an object model is
+    rebuilt from the whole dump: a partial record or a missing collection would not load)."""
+    if not isinstance(state, dict):
+        return needs
+    out = copy.copy(needs)
+    out.full = {_record(state, p) for p in needs.full}
+    out.full |= {_record(state, p) for p in needs.reach if len(p) >= 2}
+    out.full |= {n.collection + (k,) for n in needs.filters for k in n.matched if len(n.collection) == 1}
+    out.reach = {p for p in needs.reach if len(p) < 2} | {(k,) for k, v in state.items() if isinstance(v, dict)}
+    out.full |= {(k,) for k, v in state.items() if not isinstance(v, dict)}
+    out.scan_fields = {(c, f) for c, f in needs.scan_fields if len(c) != 1}  # matched records are whole
+    return out
+
+
+def widen_needs(state: Any, needs: ReadNeeds, level: str) -> ReadNeeds:
+    """``needs`` widened to ``level`` (one of ``WIDENINGS``): every record it touches whole, every top-level
+    collection it touches whole, or the whole state."""
+    if level not in WIDENINGS:
+        raise ValueError(f"unknown view widening {level!r}; choose from {', '.join(WIDENINGS)}")
+    out = copy.copy(needs)
+    out.widened = list(needs.widened)
+    if level == "state" or not isinstance(state, dict):
+        out.full = {()}
+        return out
+    if level == "records":
+        widened = _records_whole(state, needs)
+        widened.widened = out.widened
+        widened.full = widened.full | {_record(state, p) for p in _touched(needs) if len(p) >= 2}
+        return widened
+    out.full = {p[:1] for p in _touched(needs) if p} | {(k,) for k, v in state.items() if not isinstance(v, dict)}
+    out.reach = set(needs.reach) | {(k,) for k, v in state.items() if isinstance(v, dict)}  # present, maybe empty
+    return out
+
+
 def build_view(state: Any, needs: ReadNeeds) -> View:
     """The :class:`View` of ``state`` that holds what ``needs`` names."""
+    if needs.whole_records:
+        needs = _records_whole(state, needs)
     wanted = {p for p in needs.full if _exists(state, p)}
     wanted |= _scan_closure(state, needs, wanted)
     for p in needs.keys:  # a container whose key set is read: lists and small scalar dicts whole
@@ -245,12 +303,14 @@ def build_view(state: Any, needs: ReadNeeds) -> View:
 
 
 def compute_view(state: Any, tool_name: str, arguments: dict[str, Any], tool_source: str,
-                 schema: dict[str, Any] | None = None) -> View:
+                 schema: dict[str, Any] | None = None, widening: str | None = None) -> View:
     """The view of ``state`` for the call ``tool_name(**arguments)``, from the tool's code and schema only.
 
     Never executes the call and never looks at a label: the tool's source is analysed statically and the
     state is only read to follow references and filter scans. ``schema`` (the OpenAI function schema) fills
-    in arguments the call leaves out with their schema defaults.
+    in arguments the call leaves out with their schema defaults. ``widening`` (one of ``WIDENINGS``, stored on
+    a record as ``view_widening`` by construction's verification) widens the analysed view so that a record
+    renders exactly the view construction verified.
     """
     arguments = dict(arguments or {})
     params = ((schema or {}).get("function", schema or {}) or {}).get("parameters", {}) or {}
@@ -258,4 +318,8 @@ def compute_view(state: Any, tool_name: str, arguments: dict[str, Any], tool_sou
         if name not in arguments and isinstance(spec, dict) and "default" in spec:
             arguments[name] = spec["default"]
     needs = analyse_reads(state, tool_name, arguments, tool_source)
-    return build_view(state, needs)
+    if widening:
+        needs = widen_needs(state, needs, widening)
+    view = build_view(state, needs)
+    view.widening = widening or None
+    return view

@@ -37,7 +37,9 @@ from envsim.progress import progress_option
 @click.option("--per-env-cap", type=int, default=None, help="chained: most episodes per environment.")
 @click.option("--env", "env_overrides", multiple=True,
               help="Roll out these environments instead of the split's list (repeatable): registry or plugin ids, "
-                   "'module:Class' (foreign classes are wrapped), 'bfcl/<Class>'. Foreign ones never go to train.")
+                   "'module:Class' (foreign classes are wrapped), 'bfcl/<Class>'. BFCL, τ-bench and plugin ones never "
+                   "go to train; a 'module:Class' of your own does, split from its test by explorer episodes "
+                   "(docs/own-environment.md).")
 @click.option("--track", type=click.Choice(sorted(TRACKS)), default=None,
               help="bfcl: the BFCL track (needs the [bfcl] extra): ground-truth calls of BFCL's multi-turn "
                    "trajectories plus explorer calls, sampled per stratum; --spec overrides its composition. "

@@ -17,7 +17,8 @@ from envsim.progress import progress_option
 
 
 @click.command("eval")
-@click.option("--model", required=True, help="Model name at the endpoint, or the baselines 'null' / 'oracle'.")
+@click.option("--model", required=True, help="Model name at the endpoint, or the baselines 'null' / 'oracle' / "
+              "'executor' (runs the code the prompt shows, docs/executor.md).")
 @click.option("--base-url", multiple=True, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1. "
               "Without it, a model name goes to $OPENAI_BASE_URL or api.openai.com (needs --api-key). Repeat it (or use --base-url-file) for a fleet of replicas: requests "
               "go to the endpoint with the fewest in flight; one that fails 3 times in a row is taken out for 30 s "
@@ -37,10 +38,15 @@ from envsim.progress import progress_option
               "EnvSimBench JSON list.")
 @click.option("--split", default=None, help="Split of a shipped benchmark.  [default: test]")
 @click.option("--tier", default=None, help="Tier of a tiered benchmark (v2: core, extreme, long_state, chained, "
-              "and bfcl when shipped) or 'all' (the default for v2 when no --split is given); each tier is "
-              "reported apart, side by side in RUN/tiers.md.")
+              "bfcl, tau, tau_chained) or 'all'. Without --tier (and --split), v2 runs every tier whose requirements "
+              "are met here and names the others (what they need, how to install it); a tier named here, or "
+              "'all', must run: a missing requirement stops the run up front. Each tier is reported apart, side "
+              "by side in RUN/tiers.md.")
 @click.option("--limit", type=click.IntRange(min=1), default=None,
               help="Only N samples (N >= 1), evenly spaced over the split (every stratum).")
+@click.option("--ids", default=None,
+              help="Only the samples listed in this id list (one id per line; or a shipped subset's name, e.g. "
+                   "v1_test_smollm2_2048); applied before --limit.")
 @click.option("--prompt-mode", type=click.Choice(list(PROMPT_MODES)), default="mdp", show_default=True,
               help="What the model sees: mdp = state + the tool's code + the call; pomdp = the call history only "
                    "(no state, no code; an ablation); full-class = state + the whole class source + the call "
@@ -81,8 +87,10 @@ def eval_cmd(model: str, base_url: tuple[str, ...], extra_json: str | None, toke
              min_scored: MinScored, **options: Any) -> None:
     """Evaluate MODEL on FM / CM / CM-lenient per stratum, |Δ|, arity and domain, with 95% CIs.
 
-    Exit codes: 0 done; 1 stopped before the run (bad option or benchmark, missing extra, failed preflight);
-    2 usage error; 3 done, but fewer samples scored than --min-scored (default 1)."""
+    Exit codes: 0 done (v2 without --tier: every tier whose requirements are met here was run; the tiers left
+    out are named on stderr and in RUN/tiers.md); 1 stopped before the run (bad option or benchmark, an
+    extra missing for a tier asked for by name or with --tier all, failed preflight); 2 usage error; 3 done,
+    but fewer samples scored than --min-scored (default 1)."""
     from envsim.evaluation.api import evaluate
     from envsim.evaluation.errors import EvalStopped, InvalidOption
 

@@ -1,7 +1,9 @@
 """How ``envsim eval`` ends: the ``--min-scored`` option type and exit code 3.
 
-Exit codes of ``envsim eval``: 0 the run finished and scored at least ``--min-scored`` samples;
-1 an error stopped it before the run (bad option, missing benchmark or extra, failed preflight);
+Exit codes of ``envsim eval``: 0 the run finished and scored at least ``--min-scored`` samples (a tiered
+benchmark without ``--tier``: in every tier whose requirements are met here; the tiers left out are named);
+1 an error stopped it before the run (bad option, missing benchmark, an extra missing for a tier asked for
+by name or with ``--tier all``, failed preflight);
 2 a usage error (click); 3 the run finished but scored fewer samples than ``--min-scored``
 (default: 1, so a run that scored nothing never exits 0; ``--min-scored 0`` turns the check off).
 Results already written are kept either way.

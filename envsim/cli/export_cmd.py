@@ -20,10 +20,15 @@ def export_cmd(benchmark: str, split: str, fmt: str, out: Path) -> None:
     from envsim.benchmark import load
     from envsim.construction.interop import write_envsimbench
     from envsim.construction.pipeline import write_jsonl
+    from envsim.construction.stored_states import copy_blobs
 
     try:
         records = load(benchmark, split)
     except (FileNotFoundError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    count = write_envsimbench(records, out) if fmt == "envsimbench" else write_jsonl(records, out)
+    if fmt == "envsimbench":  # whole states: the original's layout has no stored-once states
+        count = write_envsimbench(records, out)
+    else:  # states stored once stay so, with their blobs copied beside OUT
+        count = write_jsonl(records, out)
+        copy_blobs(records, out)
     click.echo(f"{count} records -> {out} ({fmt})")

@@ -70,6 +70,10 @@ def launch(command: list[str], env: dict[str, str], label: str, run: RunFiles,
                        128 - code if code < 0 else code)
 
 
+#: What installs the [train] extra (LLaMA-Factory with its matched torch set; TRL, transformers come with it).
+TRAIN_INSTALL = 'pip install -e ".[train]"'
+
+
 def missing_train_extras(multi_gpu: bool) -> list[str]:
     """Modules of the [train] extra that ``envsim train rl`` needs and cannot import."""
     import importlib.util

@@ -13,6 +13,7 @@ from envsim.cli.report_cmd import report_cmd
 from envsim.cli.serve_cmd import serve_cmd
 from envsim.cli.simulate_cmd import simulate_cmd
 from envsim.cli.train_cmd import train
+from envsim.cli.view_cmd import view_cmd
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -29,6 +30,7 @@ main.add_command(report_cmd)
 main.add_command(serve_cmd)
 main.add_command(simulate_cmd)
 main.add_command(train)
+main.add_command(view_cmd)
 
 
 if __name__ == "__main__":

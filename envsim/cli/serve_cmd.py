@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import signal
 import time
+from typing import Any
 
 import click
+
+
+def _interrupt(_signum: int, _frame: Any) -> None:
+    """Turn SIGTERM (and an inherited ignored SIGINT) into the Ctrl-C path, which stops the server cleanly."""
+    raise KeyboardInterrupt
 
 
 @click.command("serve")
@@ -16,16 +23,32 @@ import click
 @click.option("--ready-timeout", type=float, default=600.0, show_default=True, help="Seconds to wait for readiness.")
 @click.option("--log", "log_path", default=None, help="Write the server's output to this file.")
 def serve_cmd(model: str, backend: str, host: str, port: int, ready_timeout: float, log_path: str | None) -> None:
-    """Start the server, wait until it answers, print the base URL; Ctrl-C stops it cleanly."""
+    """Start the server, wait until it answers, print the base URL; Ctrl-C (SIGINT) or SIGTERM stops it cleanly."""
     from envsim.training.serve import start_server
 
+    # A server started in the background inherits SIGINT ignored (non-interactive shells do that) and SIGTERM
+    # would end this process without stopping the server it started in its own session: both stop it here.
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        server = start_server(model, backend, host, port, ready_timeout, log_path)  # type: ignore[arg-type]
+        _serve_until_stopped(start_server, model, backend, host, port, ready_timeout, log_path)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _serve_until_stopped(start_server: Any, model: str, backend: str, host: str, port: int, ready_timeout: float,
+                         log_path: str | None) -> None:
+    """Start the server, print where it is, keep it until it exits (an error) or this process is interrupted."""
+    try:
+        server = start_server(model, backend, host, port, ready_timeout, log_path)
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"serving {model} at {server.base_url}")
-    click.echo(f"evaluate with: envsim eval --model {model} --base-url {server.base_url}")
-    try:
+    except KeyboardInterrupt:
+        click.echo("interrupted before the server answered; it was stopped")
+        raise SystemExit(130) from None
+    try:  # from here on, an interrupt always stops the server
+        click.echo(f"serving {model} at {server.base_url}")
+        click.echo(f"evaluate with: envsim eval --model {model} --base-url {server.base_url}")
         while server.process.poll() is None:
             time.sleep(0.5)
         raise click.ClickException(f"server exited with code {server.process.returncode}")

@@ -10,6 +10,7 @@ import click
 
 from envsim.cli.env_module_option import env_module_option, trust_command_line_env
 from envsim.cli.tau_path_option import tau_path_option
+from envsim.progress import progress_option
 
 
 def _preflight(simulator: str, provider: object, urls: list[str], api_key: str | None, policy: object) -> None:
@@ -62,6 +63,7 @@ def _preflight(simulator: str, provider: object, urls: list[str], api_key: str |
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
 @env_module_option
 @tau_path_option
+@progress_option
 def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, ...], agent: str,
                  agent_base_url: str | None, episodes: int, steps: int, seed: int, shadow: bool, prompt_mode: str,
                  max_attempts: int, price_in: float, price_out: float, out: Path,

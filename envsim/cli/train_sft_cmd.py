@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from envsim.cli.launch_options import RunFiles, launch, node_header, node_options, resolve_nodes
+from envsim.cli.launch_options import TRAIN_INSTALL, RunFiles, launch, node_header, node_options, resolve_nodes
 
 
 @click.command("sft")
@@ -66,8 +66,8 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
                            learning_rate=learning_rate, epochs=epochs, cutoff_len=cutoff_len,
                            effective_batch=effective_batch, bf16=not no_bf16, max_steps=max_steps)
     if not dry_run and find_launcher() is None:
-        raise click.ClickException("llamafactory-cli not found: install LLaMA-Factory (see README, "
-                                   "'Train your own simulator') or use --dry-run")
+        raise click.ClickException(f"llamafactory-cli not found: install LLaMA-Factory ({TRAIN_INSTALL}; "
+                                   "see docs/training.md) or use --dry-run")
     run = RunFiles.snapshot(run_dir, run_dir / "checkpoints")
     config_path, ds_path = write_sft_files(settings, run_dir)
     command, extra_env = launch_command(config_path, gpus, layout)

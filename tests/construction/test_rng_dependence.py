@@ -6,7 +6,10 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("bfcl_eval")
+from envsim.envs.adapters.bfcl import INSTALL_HINT  # noqa: E402
+
+pytest.importorskip("mpmath", reason=f"needs the [bfcl] extra ({INSTALL_HINT})")
+pytest.importorskip("bfcl_eval", reason=f"needs the [bfcl] extra ({INSTALL_HINT})")
 
 from envsim.benchmark import load  # noqa: E402
 from envsim.construction.labelling import to_record  # noqa: E402

@@ -32,6 +32,7 @@ def test_a_missing_blob_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.tau
 def test_track_rebuilds_byte_for_byte(tmp_path):
     build = json.loads((V2 / "build.json").read_text())["builds"]["tau"]["args"]
     seed = int(build[build.index("--seed") + 1])
@@ -45,6 +46,7 @@ def test_track_rebuilds_byte_for_byte(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.tau
 def test_every_sample_reexecutes_to_its_label():
     records = load("v2", "tau")
     assert {r["env"] for r in records} == {"tau/retail", "tau/airline"}
@@ -59,6 +61,7 @@ def test_every_sample_reexecutes_to_its_label():
 
 
 @pytest.mark.slow
+@pytest.mark.tau
 def test_chained_episodes_replay_to_their_final_state():
     episodes = load_episodes("v2", "tau_chained")
     assert sum(e["length"] for e in episodes) == 582 + 158
@@ -78,6 +81,7 @@ def pool(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.tau
 def test_no_test_task_call_appears_in_any_training_file(pool):
     held_out = held_out_call_keys()
     assert len(pool) > 700  # retail's 768 train calls less the 12 that repeat a test call
@@ -92,6 +96,7 @@ RETAIL_WRITE_TOOLS = {"cancel_pending_order", "exchange_delivered_order_items", 
 
 
 @pytest.mark.slow
+@pytest.mark.tau
 def test_the_training_pool_has_no_read_calls_because_train_tasks_list_none(pool):
     """Why ``train data --track tau`` has no no-change sample: τ-bench annotates its retail train (and dev) tasks
     with the state-changing calls only (test tasks list every call, reads included), so there is no read call to
@@ -116,6 +121,7 @@ def test_the_training_pool_has_no_read_calls_because_train_tasks_list_none(pool)
 
 
 @pytest.mark.slow
+@pytest.mark.tau
 def test_train_data_tau_track_writes_view_samples_without_any_test_task_call(tmp_path):
     from click.testing import CliRunner
 
@@ -137,7 +143,13 @@ def test_train_data_tau_track_writes_view_samples_without_any_test_task_call(tmp
     call_lines = [s["messages"][1]["content"].rsplit("\n\n", 1)[-1] for s in samples]
     assert not [line for line in call_lines if line in calls]
     train = {"Call:\n" + action_text(a.to_json(), "3") for t in task_actions("retail", "train") for a in t}
-    assert all(line in train for line in call_lines)  # the check reads the call lines it means to read
+    from_tasks = [line for line, r in zip(call_lines, records) if r["source"].startswith("task:")]
+    assert len(from_tasks) == 756 and all(line in train for line in from_tasks)  # the check reads the lines it means to
+    # the explorer's calls on the train tasks' states: reads and failures, none changes the state
+    explored = [r for r in records if r["source"].startswith("explorer:train:")]
+    assert explored and all(r["outcome"] != "change" for r in explored)
+    outcomes = stats["by_outcome"]  # close to the τ test track's mix (64 failure, 527 no-change, 252 change of 843)
+    assert outcomes["no_change"] / stats["samples"] > 0.5 and 0.03 < outcomes["failure"] / stats["samples"] < 0.12
     assert all("State view" in s["messages"][1]["content"] for s in samples)
     first = records[0]
     assert canonical_json(jsonpatch.apply_patch(first["state"], first["patch"])) == canonical_json(first["next_state"])

@@ -91,6 +91,7 @@ def test_nondeterministic_call_is_caught():
         label_traced(Shop, Shop.sample_state(0), {"name": "flaky", "arguments": {}})
 
 
+@pytest.mark.tau
 def test_tau_retail_chained_calls_match_the_whole_state_labels():
     env_class = tau_env("retail")
     initial = env_class.sample_state(0)

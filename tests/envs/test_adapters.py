@@ -296,6 +296,7 @@ def _construct(args, tmp_path):
     from envsim.cli import main
 
     out = tmp_path / "out.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
     result = CliRunner().invoke(main, ["construct", *args, "--out", str(out)])
     rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     return result, rows
@@ -307,8 +308,12 @@ def test_construct_explorer_accepts_foreign_env_ids(tmp_path):
                                "--steps", "8"], tmp_path)
     assert result.exit_code == 0, result.output
     assert rows and {r["env"] for r in rows} == {target} and {r["origin"] for r in rows} == {target}
-    refused, _ = _construct(["--split", "train", "--env", target, "--pool", "5"], tmp_path)
-    assert refused.exit_code != 0 and "held out from training" in refused.output
+    # naming one's own class for a train split is asking for it (construction.own_env): episodes disjoint from test
+    train, train_rows = _construct(["--split", "train", "--env", target, "--pool", "15", "--episodes", "2",
+                                    "--steps", "8"], tmp_path / "train")
+    assert train.exit_code == 0, train.output
+    assert train_rows and {r["split"] for r in train_rows} == {"train"}
+    assert not {r["id"] for r in train_rows} & {r["id"] for r in rows}
 
 
 def test_construct_uses_entry_point_plugins(tmp_path, monkeypatch):

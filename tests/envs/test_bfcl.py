@@ -8,7 +8,10 @@ import json
 import jsonpatch
 import pytest
 
-pytest.importorskip("bfcl_eval")
+from envsim.envs.adapters.bfcl import INSTALL_HINT  # noqa: E402
+
+pytest.importorskip("mpmath", reason=f"needs the [bfcl] extra ({INSTALL_HINT})")
+pytest.importorskip("bfcl_eval", reason=f"needs the [bfcl] extra ({INSTALL_HINT})")
 
 from envsim.construction import bfcl as track  # noqa: E402
 from envsim.delta import canonical_json  # noqa: E402

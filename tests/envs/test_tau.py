@@ -14,17 +14,20 @@ def test_locate_rejects_a_folder_without_tau_bench(tmp_path):
         locate_tau_bench(tmp_path)
 
 
+@pytest.mark.tau
 @pytest.mark.parametrize("domain, tasks, calls", [("retail", 115, 582), ("airline", 50, 158)])
 def test_test_tasks_have_the_published_call_counts(domain, tasks, calls):
     actions = task_actions(domain, "test")
     assert (len(actions), sum(len(a) for a in actions)) == (tasks, calls)
 
 
+@pytest.mark.tau
 def test_train_tasks_exist_for_retail_only():
     assert len(task_actions("retail", "train")) == 500
     assert task_actions("airline", "train") == []
 
 
+@pytest.mark.tau
 def test_schemas_are_tau_benchs_own_get_info():
     cls = get_env("tau/retail")
     declared = [tool.get_info() for tool in tool_classes("retail")]
@@ -32,6 +35,7 @@ def test_schemas_are_tau_benchs_own_get_info():
     assert cls.env_id() == "tau/retail"
 
 
+@pytest.mark.tau
 def test_error_strings_are_failures_and_writes_change_state():
     cls = get_env("tau/retail")
     state = cls.sample_state(0)

@@ -117,7 +117,7 @@ def test_entry_point_group_trusts_a_plugin_module(canary, monkeypatch):
 
 
 def test_custom_environment_survives_construct_then_eval(tmp_path, monkeypatch):
-    """README's Library: construct --env mylib:Library, then eval --env-module mylib scores it (oracle = 100%)."""
+    """The documented Library (docs/environments.md): construct --env mylib:Library, then eval --env-module mylib scores it (oracle = 100%)."""
     from envsim.envs.trust import forget_trusted
 
     (tmp_path / "mylib.py").write_text(textwrap.dedent(LIBRARY))
@@ -134,7 +134,9 @@ def test_custom_environment_survives_construct_then_eval(tmp_path, monkeypatch):
     result = _eval(["--model", "oracle", "--benchmark", "mine.jsonl", "--env-module", "mylib", "--run-dir", "run"])
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["overall"]["n"] == 20 and summary["overall"]["fm"] == 1.0 and summary["overall"]["cm"] == 1.0
+    written = len((tmp_path / "mine.jsonl").read_text().splitlines())  # the user-class explorer may dedup below --pool
+    assert 10 <= written <= 20
+    assert summary["overall"]["n"] == written and summary["overall"]["fm"] == 1.0 and summary["overall"]["cm"] == 1.0
 
 
 def test_env_module_typos_stop_construct_and_simulate_before_work(tmp_path):

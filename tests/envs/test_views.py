@@ -11,8 +11,8 @@ import pytest
 
 from envsim.envs.views import compute_view, trace_call, traced, unwrap
 from envsim.evaluation.prompts import build_messages
+from tests.conftest import TAU_BENCH_PATH
 
-TAU = Path(__file__).resolve().parents[3] / "shared" / "third_party" / "tau-bench"
 ROOT = Path(__file__).resolve().parents[2]
 
 SHOP = {
@@ -68,7 +68,8 @@ def test_membership_note_for_a_missing_id():
     view = compute_view(SHOP, "invoke", {"order_id": "#W999", "payment_method_id": "x"}, TOOL)
     assert (("orders",), "#W999") in view.absent
     assert '/orders has no key "#W999"' in view.render()
-    assert view.state == {"orders": {}}  # the container is there (empty), so the tool runs on the view alone
+    # the containers the code looks up are there (empty), so the tool runs on the view alone
+    assert view.state == {"orders": {}, "users": {}}
     assert _run(copy.deepcopy(view.state), "#W999", "x") == _run(copy.deepcopy(SHOP), "#W999", "x")
 
 
@@ -234,11 +235,11 @@ def test_cli_oracle_on_long_state_with_mdp_view(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not TAU.exists(), reason="τ-bench third-party copy not present")
+@pytest.mark.tau
 def test_tau_test_calls_coverage_tokens_and_oracle_through_views(monkeypatch):
     """All 740 τ-bench test-task calls: read coverage, mdp-view prompt tokens within the targets, the tool run on
     the view reproduces the full state's observation and next state; the first tasks through the real scorer."""
-    monkeypatch.setenv("ENVSIM_TAU_BENCH", str(TAU))
+    monkeypatch.setenv("ENVSIM_TAU_BENCH", str(TAU_BENCH_PATH))
     from envsim.tokens import get_tokenizer
 
     script = _coverage_script()

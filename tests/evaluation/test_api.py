@@ -1,13 +1,12 @@
-"""``envsim.evaluate`` (the Python API under ``envsim eval``): the README's example runs, stop reasons are
-typed, every input check goes through the real command, a tier's missing extra stops the run before any
-tier, small groups are marked, and the eval modules import without cycles."""
+"""``envsim.evaluate`` (the Python API under ``envsim eval``): the documented example (docs/python-api.md)
+runs, stop reasons are typed, every input check goes through the real command, a tier's missing extra stops
+the run before any tier, small groups are marked, and the eval modules import without cycles."""
 
 from __future__ import annotations
 
 import ast
 import importlib.util
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -17,21 +16,21 @@ import envsim
 from envsim.cli import main
 from envsim.evaluation.console import SMALL_N_NOTE, format_summary
 from envsim.evaluation.errors import BenchmarkUnavailable, EvalStopped, InvalidOption, MissingRequirement
+from tests.fixtures.docs import DOCS, python_block
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def readme_python_example() -> str:
-    """The ```python block of the README's "From Python" section."""
-    section = README.read_text().split("### From Python", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+PYTHON_API_PAGE = DOCS / "python-api.md"
 
 
-def test_readme_example_scores_from_python(tmp_path, monkeypatch, capsys):
+def documented_evaluate_example() -> str:
+    """The ```python block of docs/python-api.md that calls ``envsim.evaluate``."""
+    return python_block(PYTHON_API_PAGE, "envsim.evaluate(")
+
+
+def test_documented_example_scores_from_python(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ENVSIM_PROGRESS", "off")
     namespace: dict = {}
-    exec(compile(readme_python_example(), "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    exec(compile(documented_evaluate_example(), str(PYTHON_API_PAGE), "exec"), namespace)  # noqa: S102 - our own docs
     summary = namespace["summary"]
     on_disk = json.loads((summary.run_dir / "summary.json").read_text())
     assert summary.data == on_disk
@@ -64,11 +63,12 @@ def test_cli_refuses_values_no_run_can_use(tmp_path, args, option):
     assert not any(tmp_path.iterdir())
 
 
-def test_missing_tier_extra_stops_before_any_tier(tmp_path, monkeypatch):
+def test_missing_tier_extra_stops_before_any_tier_when_all_tiers_are_asked_for(tmp_path, monkeypatch):
     from envsim.evaluation import tiers
 
     monkeypatch.setattr(tiers, "module_available", lambda name: name != "bfcl_eval")
-    result = CliRunner().invoke(main, ["eval", "--model", "oracle", "--benchmark", "v2", "--runs-root", str(tmp_path)])
+    result = CliRunner().invoke(main, ["eval", "--model", "oracle", "--benchmark", "v2", "--tier", "all",
+                                       "--runs-root", str(tmp_path)])
     assert result.exit_code == 1, result.output
     assert "tier bfcl needs bfcl_eval" in result.output and "bfcl-eval==" in result.output
     assert "--tier core" in result.output

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import TAU_BENCH_PATH
 
 
@@ -26,6 +28,7 @@ def test_tau_tiers_stop_before_running_without_tau_bench(tmp_path):
     assert not any(tmp_path.iterdir())  # nothing ran
 
 
+@pytest.mark.tau
 def test_tau_path_finds_tau_bench_and_a_wrong_folder_is_a_usage_error(tmp_path):
     run = _eval(tmp_path / "runs", "--model", "oracle", "--tier", "tau", "--limit", "3", "--tau-path", str(TAU_BENCH_PATH))
     assert run.returncode == 0, run.stderr

@@ -1,7 +1,7 @@
 """Real TRL GRPO steps (``environment_factory``) on CPU against a real EnvSim environment and its simulated twin.
 
 Needs the [openenv] extra plus TRL >= 1.x (``environment_factory``), which the [train] extra's TRL 0.24
-(pinned by LLaMA-Factory 0.9.5) lacks: it runs in its own environment (README, "Agent RL through OpenEnv").
+(pinned by LLaMA-Factory 0.9.5) lacks: it runs in its own environment (docs/simulation.md, "Agent RL through OpenEnv").
 A tiny Qwen3 model is built locally and taught the tool-call format with a few supervised steps
 (a random quantity 1..8); then two GRPO steps run through TRL's own multi-turn tool loop.
 """

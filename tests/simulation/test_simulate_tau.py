@@ -15,6 +15,8 @@ from envsim.envs.views.oracle import view_oracle_answer
 from envsim.evaluation.providers import Generation
 from envsim.simulation.simulate import simulate
 
+pytestmark = pytest.mark.tau  # every test here steps τ-bench's real environments
+
 
 class ViewOnlySimulator:
     """Answers from the view alone: the real tool run on the view its prompt shows (never on the full state)."""

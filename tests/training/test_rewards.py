@@ -169,3 +169,4 @@ def test_rl_without_trl_says_which_extra_is_missing(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["train", "rl", "--model", "/m", "--records", str(_training_records(tmp_path)),
                                        "--out", str(tmp_path / "run"), "--device", "cpu"])
     assert result.exit_code != 0 and "needs the [train] extra (missing: trl" in result.output
+    assert 'pip install -e ".[train]"' in result.output

@@ -1,24 +1,17 @@
-"""The README's construct / simulate / train-data examples ("### From Python") run and return what the
-files on disk hold (the evaluate example is run by tests/evaluation/test_api.py)."""
+"""The construct / simulate / train-data examples of docs/python-api.md run and return what the files on
+disk hold (the evaluate example on that page is run by tests/evaluation/test_api.py)."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+from tests.fixtures.docs import DOCS, python_block
 
-
-def readme_block(call: str) -> str:
-    """The ```python block of the README's "From Python" section that contains ``call``."""
-    section = README.read_text().split("### From Python", 1)[1].split("\n## ", 1)[0]
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", section, re.S) if call in b]
-    assert len(blocks) == 1, f"one README block calls {call}"
-    return blocks[0]
+PYTHON_API_PAGE = DOCS / "python-api.md"
 
 
 def run_block(call: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
@@ -26,11 +19,11 @@ def run_block(call: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dic
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ENVSIM_PROGRESS", "off")
     namespace: dict[str, Any] = {}
-    exec(compile(readme_block(call), "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    exec(compile(python_block(PYTHON_API_PAGE, call), str(PYTHON_API_PAGE), "exec"), namespace)  # noqa: S102 - our docs
     return namespace
 
 
-def test_readme_construct_example(tmp_path, monkeypatch, capsys):
+def test_documented_construct_example(tmp_path, monkeypatch, capsys):
     built = run_block("envsim.construct(", tmp_path, monkeypatch)["built"]
     lines = (tmp_path / "mini" / "test.jsonl").read_text().splitlines()
     assert built.written == len(lines) == 20 and built.pool >= 20
@@ -40,7 +33,7 @@ def test_readme_construct_example(tmp_path, monkeypatch, capsys):
     assert f"20 records -> {built.out}" in capsys.readouterr().out
 
 
-def test_readme_simulate_example(tmp_path, monkeypatch):
+def test_documented_simulate_example(tmp_path, monkeypatch):
     run = run_block("envsim.simulate(", tmp_path, monkeypatch)["run"]
     assert len(run.episodes) == 2 and run.fallbacks["fallback_steps"] == 0
     assert run.drift["cm_at_k"] == {"1": 1.0, "2": 1.0, "3": 1.0}   # the oracle simulator never drifts
@@ -49,7 +42,7 @@ def test_readme_simulate_example(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_readme_train_data_example(tmp_path, monkeypatch):
+def test_documented_train_data_example(tmp_path, monkeypatch):
     data = run_block("envsim.train_data(", tmp_path, monkeypatch)["data"]
     assert data.samples == 64 == len(data.sft_file.read_text().splitlines())
     assert data.stats == json.loads(data.stats_json.read_text())

@@ -1,0 +1,107 @@
+"""Views verified on the record they belong to (construction time only; eval never runs the environment).
+
+The static analysis may miss a read (code it cannot follow, an object model it cannot see through). So
+construction checks every view: the real call runs on the view alone and must give the recorded
+observation, and its patch (full-state paths) applied to the full state must give the recorded next state.
+A view that fails is widened step by step - whole records, whole top-level collections, the whole state
+(``envsim.envs.views.view.WIDENINGS``) - until it reproduces the record. The widening chosen is stored on the
+record (``view``: ``{"widening": null | "records" | "collections" | "state", "verified": bool}``) so that
+``eval``'s ``mdp-view`` prompt renders exactly the verified view (``compute_view(..., widening=...)``), with a
+note saying it was widened. ``verified`` is false only when not even the whole state reproduced the record
+(a tool that is not deterministic): such records are counted, never hidden.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from envsim.delta import canonical_json
+from envsim.envs.views.view import WIDENINGS, View, compute_view
+
+#: The record field construction writes (see the module docstring).
+VIEW_FIELD = "view"
+
+
+@dataclass(frozen=True)
+class ViewCheck:
+    """The outcome of verifying one record's view."""
+
+    widening: str | None   # None: the analysed view reproduced the record as it is
+    verified: bool         # False: not even the whole state reproduced it
+    problem: str = ""      # why the narrowest failing view failed ("" when the analysed view passed)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record field ``view``."""
+        return {"widening": self.widening, "verified": self.verified}
+
+
+def record_widening(record: dict[str, Any]) -> str | None:
+    """The widening construction stored on a record (``None``: none, or a record built before verification)."""
+    stored = record.get(VIEW_FIELD)
+    widening = stored.get("widening") if isinstance(stored, dict) else None
+    return widening if widening in WIDENINGS else None
+
+
+def _schema(record: dict[str, Any]) -> dict[str, Any] | None:
+    name = record["action"]["name"]
+    return next((t for t in record.get("tools") or [] if t.get("function", t).get("name") == name), None)
+
+
+def view_with(record: dict[str, Any], widening: str | None) -> View:
+    """The view of a record's call (from its state, action, code and schema), widened to ``widening``."""
+    action = record["action"]
+    return compute_view(record["state"], action["name"], action.get("arguments") or {}, record.get("code") or "",
+                        _schema(record), widening=widening)
+
+
+def stored_view(record: dict[str, Any]) -> View:
+    """The view construction verified for a record: the analysed view with the stored widening."""
+    return view_with(record, record_widening(record))
+
+
+def reproduction_problem(env_class: type, record: dict[str, Any], view_state: Any) -> str | None:
+    """Why running the record's call on ``view_state`` alone does not reproduce the record (``None``: it does)."""
+    import jsonpatch
+
+    from envsim.envs.executor import execute
+
+    try:
+        transition = execute(env_class, view_state, record["action"])
+    except Exception as exc:  # noqa: BLE001 - a view the executor rejects is a failed view, with its reason
+        return f"the call on the view raised {type(exc).__name__}: {exc}"
+    if canonical_json(transition.observation) != canonical_json(record["observation"]):
+        return f"observation differs: {canonical_json(transition.observation)[:200]}"
+    if canonical_json(transition.patch) == canonical_json(record["patch"]):
+        return None
+    try:
+        after = jsonpatch.apply_patch(record["state"], transition.patch)
+    except Exception as exc:  # noqa: BLE001 - a patch that does not apply to the full state
+        return f"the view's patch does not apply to the full state ({type(exc).__name__}: {exc})"
+    if canonical_json(after) != canonical_json(record["next_state"]):
+        return "the view's patch applied to the full state does not give the recorded next state"
+    return None
+
+
+def check_view(env_class: type, record: dict[str, Any]) -> ViewCheck:
+    """Verify the record's analysed view and widen it step by step until it reproduces the record."""
+    problem = ""
+    last = None
+    for widening in (None, *WIDENINGS):
+        view = view_with(record, widening)
+        text = canonical_json(view.state)
+        if text == last:  # widening changed nothing: same verdict
+            continue
+        last = text
+        found = reproduction_problem(env_class, record, view.state)
+        if found is None:
+            return ViewCheck(widening, True, problem)
+        problem = problem or found
+    return ViewCheck("state", False, problem)
+
+
+def verify_record_view(env_class: type, record: dict[str, Any]) -> ViewCheck:
+    """Check the record's view and store the outcome on it (field ``view``)."""
+    check = check_view(env_class, record)
+    record[VIEW_FIELD] = check.to_json()
+    return check

@@ -1,0 +1,53 @@
+"""Slow tier: the executor baseline over every shipped track misses only what the data cards list.
+
+A miss the card does not list is a new prompt-sufficiency defect (a prompt that leaves out code, a name or a
+state path the answer needs): fix the prompt or the record, or list the miss with why it is acceptable
+(``benchmark/<version>/executor_misses.json``, see docs/executor.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+import envsim
+from envsim.evaluation.executor_misses import accepted_misses, accepted_path, unlisted
+
+TRACKS = [  # (benchmark, track as the card names it, tier, prompt mode)
+    ("v1", "test", None, "mdp"),
+    ("v2", "core", "core", "mdp"),
+    ("v2", "extreme", "extreme", "mdp"),
+    ("v2", "long_state", "long_state", "mdp"),
+    ("v2", "chained", "chained", "mdp"),
+    ("v2", "bfcl", "bfcl", "mdp"),
+    ("v2", "tau", "tau", "mdp-view"),
+]
+
+
+def _available(track: str) -> str | None:
+    if track == "bfcl" and importlib.util.find_spec("bfcl_eval") is None:
+        return "bfcl-eval is not installed"
+    if track == "tau":
+        from envsim.evaluation.tiers import tau_bench_missing
+
+        return tau_bench_missing()
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version,track,tier,mode", TRACKS, ids=[f"{b}-{t}" for b, t, _, _ in TRACKS])
+def test_every_executor_miss_is_listed_on_the_data_card(version: str, track: str, tier: str | None, mode: str,
+                                                       tmp_path: Path) -> None:
+    missing = _available(track)
+    if missing:
+        pytest.skip(missing)
+    summary = envsim.evaluate("executor", benchmark=version, tier=tier, prompt_mode=mode, concurrency=2,
+                              run_dir=tmp_path / "run")
+    run_dir = summary.tiers[tier].run_dir if tier else summary.run_dir
+    assert summary.infra_failures == 0
+    misses = json.loads((run_dir / "executor_misses.json").read_text())["misses"]
+    new = unlisted(misses, accepted_misses(version, track))
+    assert not new, (f"{len(new)} executor misses on {version}/{track} are not listed in {accepted_path(version)}: "
+                     + "; ".join(f"{m['id']} {m['env']}.{m['tool']}: {m['cause']} ({m['detail']})" for m in new[:10]))

@@ -1,0 +1,149 @@
+"""Views for any code style, verified on every record (issue 31, items 2 and 7): object-model access is analysed,
+every view of a user environment is run alone at construction, widened when it fails (counted, noted, stored on
+the record) and rendered by ``eval`` exactly as verified."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from typing import Any
+
+import pytest
+
+from envsim.construction.labelling import to_record
+from envsim.construction.pipeline import build_pool
+from envsim.construction.stats import record_stats, view_line
+from envsim.envs.adapters.foreign import wrap_class
+from envsim.envs.executor import execute
+from envsim.envs.views.verify import reproduction_problem, stored_view, view_with
+from envsim.evaluation.prompts import build_messages
+
+SMALL_SHOP = "tests.fixtures.shopdb.small:SmallShopEnv"
+
+
+class Notebook:
+    """Notes keyed by a counter computed from how many there are: a read the analysis cannot answer alone."""
+
+    def __init__(self) -> None:
+        self.notes = {f"n{i}": f"note {i}" for i in range(1, 6)}
+        self.tags = {"t1": "red"}
+
+    def add_note(self, text: str) -> dict:
+        """Add a note.
+
+        Args:
+            text: The note.
+        """
+        note_id = f"n{len(self.notes) + 1}"
+        self.notes[note_id] = text
+        return {"id": note_id}
+
+
+@pytest.fixture(scope="module")
+def shop_records() -> list[dict[str, Any]]:
+    from envsim.envs.trust import trust_module
+
+    trust_module("tests.fixtures.shopdb")
+    return build_pool([SMALL_SHOP], seed=0, episodes=2, steps=15, split="test")
+
+
+def test_every_object_model_view_is_verified_and_runs_alone(shop_records) -> None:
+    from envsim.envs.registry import get_env
+    from envsim.envs.trust import trust_module
+
+    trust_module("tests.fixtures.shopdb")
+    cls = get_env(SMALL_SHOP)
+    assert len(shop_records) >= 20 and {r["outcome"] for r in shop_records} >= {"failure", "no_change"}
+    for record in shop_records:
+        assert record["view"]["verified"], record["id"]
+        view = stored_view(record)
+        assert reproduction_problem(cls, record, view.state) is None, record["id"]
+        assert set(view.state) == set(record["state"])  # the model is rebuilt from every top-level collection
+        assert '/ has no key "db"' not in view.render()
+        for collection, records in view.state.items():  # records shown are shown whole
+            assert all(records[k] == record["state"][collection][k] for k in records)
+        for path, key in view.absent:  # no view claims that something present is missing
+            container = record["state"]
+            for part in path:
+                container = container[part]
+            assert key not in container
+
+
+def test_object_model_views_are_small_next_to_the_state(shop_records) -> None:
+    reads = [r for r in shop_records if r["tool"] in ("get_order_details", "get_user_details", "cancel_pending_order")]
+    assert reads
+    for record in reads:
+        assert len(stored_view(record).render()) < len(json.dumps(record["state"])) / 4
+
+
+def test_a_view_missing_a_read_is_widened_counted_noted_and_rendered_as_verified() -> None:
+    cls = wrap_class(Notebook)
+    state = cls.sample_state(0)
+    record = to_record(execute(cls, state, {"name": "add_note", "arguments": {"text": "hi"}}), cls, "test")
+    assert record["observation"] == {"id": "n6"}
+    # the analysed view holds no note (the call reads only how many there are): run alone it would answer n1
+    assert reproduction_problem(cls, record, view_with(record, None).state) is not None
+    assert record["view"] == {"widening": "collections", "verified": True}
+    prompt = build_messages(record, "mdp-view", version="3")[1]["content"]
+    assert "verification widened this view to whole top-level collections" in prompt
+    shown = json.loads(prompt.split("paths are full-state paths):\n", 1)[1].split("\n", 1)[0])
+    assert shown["notes"] == state["notes"] and shown.get("tags") in (None, {})  # only the touched collection whole
+    stats = record_stats([record])
+    assert stats["views"]["by_tool"] == {"add_note": {"checked": 1, "collections": 1}}
+    assert "1 of 1 verified" in view_line(stats["views"]) and "add_note collections 1" in view_line(stats["views"])
+
+
+def test_builtin_records_keep_their_field_set() -> None:
+    from envsim.envs.registry import get_env
+
+    cls = get_env("online_store-v1")
+    state = cls.sample_state(0)
+    tool = next(iter(cls.tool_specs()))
+    record = to_record(execute(cls, state, {"name": tool, "arguments": {}}), cls, "test")
+    assert "view" not in record
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tau_bench") is None and not os.environ.get("ENVSIM_TAU_BENCH"),
+                    reason="τ-bench not available")
+def test_the_two_shipped_tau_views_that_missed_products_run_alone() -> None:
+    from envsim.benchmark import load
+    from envsim.delta import canonical_json
+    from envsim.envs.views.oracle import view_oracle_answer
+
+    wanted = {"b06c5026088d68b66475", "995a7772dd7ac2dda837"}
+    records = [r for r in load("v2", "tau") if r["id"] in wanted]
+    assert {r["id"] for r in records} == wanted
+    for record in records:
+        answer = view_oracle_answer(record)  # the τ tool run on the view alone
+        assert canonical_json(answer["observation"]) == canonical_json(record["observation"]), record["id"]
+        assert answer["patch"] == record["patch"] == []
+        assert "products" in stored_view(record).state
+
+
+def _pool_figures(target: str, episodes: int, steps: int) -> tuple[list[dict[str, Any]], list[int]]:
+    from envsim.envs.trust import trust_target
+    from envsim.tokens import chat_tokens, get_tokenizer
+
+    trust_target(target)
+    records = build_pool([target], seed=0, episodes=episodes, steps=steps, split="test")
+    counter = get_tokenizer()
+    tokens = sorted(chat_tokens(build_messages(r, "mdp-view", version="3"), counter) for r in records)
+    return records, tokens
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["tests.fixtures.shopdb.wrapper:ShopEnv", "tests.fixtures.tau_generic:TauRetail"])
+def test_full_size_user_environments_true_code_verified_views_small_prompts(target: str) -> None:
+    """The full-size shop (1.2 MB dump) and τ-bench retail through the generic path: every record's code holds
+    ``def <tool>``, every view is verified (widened ones counted), p95 of mdp-view prompts ≤ 6,000 Qwen tokens."""
+    if "tau_generic" in target and importlib.util.find_spec("tau_bench") is None \
+            and not os.environ.get("ENVSIM_TAU_BENCH"):
+        pytest.skip("τ-bench not available")
+    records, tokens = _pool_figures(target, episodes=2, steps=15)
+    assert len(records) >= 20
+    assert all(f"def {r['tool']}(" in r["code"] for r in records)
+    assert all(r["view"]["verified"] for r in records)
+    stats = record_stats(records)["views"]
+    assert stats["checked"] == stats["verified"] == len(records)
+    assert tokens[int(0.95 * (len(tokens) - 1))] <= 6000, tokens[-5:]
