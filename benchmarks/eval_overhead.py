@@ -8,7 +8,8 @@ The benchmark of N samples is the shipped v1 test split repeated (ids suffixed `
 file; the server answers every prompt with the oracle's answer after a line of prose, in a fence (computed
 once, before the server starts). Each figure is of the real ``envsim eval --model table --base-url URL``
 command run as a child process, measured with ``os.wait4`` (the child's own CPU time, user + system, its
-worker processes included; the server's is not), and printed as the median of ``--repeats`` runs:
+worker processes included; the server's is not) and its own peak resident memory (``VmHWM``, see
+``child_usage.py``: ``ru_maxrss`` would start from this script's size), printed as the median of ``--repeats`` runs:
 
 1. start-up: CPU and wall of ``envsim eval --help`` (interpreter and command-line imports);
 2. for each size, zero latency, concurrency 64: the command's CPU in total and per sample after start-up
@@ -24,20 +25,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from table_server import table_server  # noqa: E402 - a sibling module of this script
+from child_usage import run_python  # noqa: E402 - sibling modules of this script
+from table_server import prompt_key, table_server  # noqa: E402
 
-ENVSIM = [sys.executable, "-c", "from envsim.cli import main; main()"]
+ENVSIM = ["-c", "from envsim.cli import main; main()"]
 
 
 @dataclass
@@ -51,28 +49,12 @@ class Run:
 
 
 def child_run(args: list[str]) -> Run:
-    """Run ``envsim ARGS`` with progress as plain lines; its own resource usage (``os.wait4``)."""
-    env = {**os.environ, "ENVSIM_PROGRESS": "lines"}
-    start = time.perf_counter()
-    proc = subprocess.Popen(ENVSIM + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    first: list[float] = []
-    tail: list[str] = []
-
-    def read_stderr() -> None:
-        for line in proc.stderr:  # type: ignore[union-attr]
-            if not first and line.startswith("eval "):
-                first.append(time.perf_counter() - start)
-            tail.append(line)
-            del tail[:-40]
-
-    reader = threading.Thread(target=read_stderr, daemon=True)
-    reader.start()
-    _pid, status, usage = os.wait4(proc.pid, 0)  # this child's own usage (not the server's)
-    wall = time.perf_counter() - start
-    reader.join(10)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"envsim {' '.join(args)} exited {os.waitstatus_to_exitcode(status)}: {''.join(tail)}")
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, first[0] if first else None)
+    """Run ``envsim ARGS`` with progress as plain lines; its own resource usage (``child_usage``: CPU from
+    ``os.wait4``, peak memory its own ``VmHWM``, never the parent's size at fork)."""
+    usage = run_python(ENVSIM + args, env={"ENVSIM_PROGRESS": "lines"})
+    if usage.exit_code != 0:
+        raise SystemExit(f"envsim {' '.join(args)} exited {usage.exit_code}: {usage.tail}")
+    return Run(usage.wall, usage.cpu, usage.peak_mb, usage.first_line)
 
 
 def write_benchmark(records: list[dict], samples: int, path: Path) -> Path:
@@ -86,11 +68,12 @@ def write_benchmark(records: list[dict], samples: int, path: Path) -> Path:
 
 
 def answer_table(records: list[dict]) -> dict[str, str]:
-    """Prompt (the user message of prompt version 1, ``mdp``) -> the oracle's answer after prose, in a fence."""
+    """Prompt (``prompt_key`` of the messages of prompt version 1, ``mdp``) -> the oracle's answer after prose,
+    in a fence."""
     from envsim.evaluation.prompts import build_messages
     from envsim.evaluation.providers import oracle_answer
 
-    return {build_messages(r, "mdp", version="1")[-1]["content"]:
+    return {prompt_key(build_messages(r, "mdp", version="1")):
             "Let me trace the code first.\n```json\n" + oracle_answer(r) + "\n```" for r in records}
 
 
@@ -140,7 +123,7 @@ def main() -> None:
         samples = args.latency_samples
         bench = write_benchmark(records, samples, tmp / f"bench{samples}.jsonl")
         with table_server(table, latency=args.latency) as base_url:
-            for concurrency in [int(c) for c in args.concurrency.split(",") if c]:
+            for concurrency in [int(c) for c in args.concurrency.split(",") if c and samples]:
                 run = measure(base_url, bench, tmp / f"latency{concurrency}", concurrency, args.repeats)
                 floor = math.ceil(samples / concurrency) * args.latency
                 print(f"{samples} samples at {1000 * args.latency:.0f} ms latency, concurrency {concurrency}: "

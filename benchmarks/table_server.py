@@ -3,10 +3,11 @@ answers each request from a table (prompt -> answer text, built before it starts
 that costs no thread (``loop.call_later``).
 
 It speaks just enough HTTP/1.1 for an OpenAI-compatible client (keep-alive, ``Content-Length`` bodies): per
-request it decodes the JSON body, hashes the last message and writes a pre-built response. An unknown prompt
+request it decodes the JSON body, hashes its messages (every ``content``, in order: ``prompt_key``) and writes a
+pre-built response. An unknown prompt
 gets the answer "I do not know this prompt." (a parse failure for the client, never an error status).
 
-    with table_server({prompt: answer, ...}, latency=0.05) as base_url:
+    with table_server({prompt_key(messages): answer, ...}, latency=0.05) as base_url:
         ...  # envsim eval --model table --base-url BASE_URL
 """
 
@@ -20,6 +21,12 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 UNKNOWN = "I do not know this prompt."
+
+
+def prompt_key(messages: list[dict[str, Any]]) -> str:
+    """What the table is keyed by: every message's content, in order (one prompt of any client, e.g. a system
+    message that differs per sample and a user message that does not)."""
+    return "\x00".join(str(m.get("content")) for m in messages)
 
 
 def _key(prompt: str) -> bytes:
@@ -65,7 +72,7 @@ class _Connection(asyncio.Protocol):
 
     def _answer(self, body: bytes) -> None:
         try:
-            prompt = json.loads(body)["messages"][-1]["content"]
+            prompt = prompt_key(json.loads(body)["messages"])
             response = self.responses.get(_key(prompt), self.unknown)
         except (ValueError, KeyError, IndexError, TypeError):
             response = self.unknown
@@ -94,7 +101,7 @@ def _serve(answers: dict[str, str], latency: float, ready: Any) -> None:
 
 @contextmanager
 def table_server(answers: dict[str, str], latency: float = 0.0) -> Iterator[str]:
-    """Serve ``answers`` (last message content -> answer text) from a child process; yields its base URL."""
+    """Serve ``answers`` (``prompt_key`` of the messages -> answer text) from a child process; yields its base URL."""
     context = multiprocessing.get_context("spawn")
     ready = context.Queue()
     process = context.Process(target=_serve, args=(answers, latency, ready), daemon=True)

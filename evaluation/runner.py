@@ -21,7 +21,7 @@ import errno
 import os
 import random
 import stat
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -318,12 +318,25 @@ async def _evaluate_one(record: dict[str, Any], provider: Provider, config: Eval
     try:
         # parsed and scored in a worker thread: a costly answer never holds the event loop (other samples'
         # requests and their latency_s go on); parse_answer bounds its own work (parsing.MAX_DECODE_CHARS)
-        scored = await asyncio.to_thread(_score_generation, record, generation, messages, tokenizer)
+        scored = await asyncio.get_running_loop().run_in_executor(
+            _scoring_pool(), _score_generation, record, generation, messages, tokenizer)
         return {**base, "status": "scored", **scored, **timing}
     except Exception as exc:  # noqa: BLE001 - one sample's bug must not end the run or touch the others
         log.exception("internal error scoring sample %s", record.get("id"))
         return {**base, "status": "scored", **_failed(f"internal error in scoring: {type(exc).__name__}: "
                                                       f"{str(exc)[:200]}"), "answer_format": "", "answer": "", **timing}
+
+
+_SCORING_POOL: list[ThreadPoolExecutor] = []
+
+
+def _scoring_pool() -> ThreadPoolExecutor:
+    """The one thread that parses, scores and counts tokens for every sample (process-wide, made on first use).
+    One thread, not the event loop's default pool: the work holds the GIL but for the tokenizer, so more threads
+    would only take turns (and cost a thread switch per turn) while the event loop keeps the other core."""
+    if not _SCORING_POOL:
+        _SCORING_POOL.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="envsim-score"))
+    return _SCORING_POOL[0]
 
 
 def skips_prompt(provider: Provider, record: dict[str, Any], mode: str) -> bool:

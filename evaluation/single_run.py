@@ -255,8 +255,8 @@ def _single(records: Any, provider: Any, config: Any, run_dir: Path, options: Ev
         if hasattr(provider, "endpoint_report"):          # a fleet: how many endpoints are in service
             health = [row["healthy_at_end"] for row in provider.endpoint_report()]
             fleet = {"endpoints": f"{sum(health)}/{len(health)} up"}
-        bar.set_postfix(**live_rates(counts), infra=counts["infra"], **fleet)
-        bar.update(1)
+        bar.set_postfix(**live_rates(counts), infra=counts["infra"], **fleet, refresh=False)
+        bar.update(1)  # redraws at the bar's own pace (tqdm: mininterval), with the latest rates
 
     try:
         asyncio.run(run_samples(stream(), provider, config, run_dir, concurrency=options.concurrency,
