@@ -112,7 +112,6 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
                   else options.benchmark)
     prompt_version = options.prompt_version or default_prompt_version(options.benchmark, options.prompt_mode)
     token_counter = _tokenizer_soon(options)
-    _import_plotting_soon()
     rollout = options.track == "rollout"
     config = EvalConfig(model=options.model, benchmark=options.benchmark, split=options.split,
                         benchmark_sha256=digest, prompt_mode=options.prompt_mode, prompt_version=prompt_version,
@@ -191,22 +190,6 @@ def _tokenizer_soon(options: EvalOptions) -> Any:
 
     threading.Thread(target=load, name="envsim-tokenizer", daemon=True).start()
     return future
-
-
-def _import_plotting_soon() -> None:
-    """Import what the report's plot needs (matplotlib: ~0.5 s of CPU) in a background thread while the samples
-    run, so the report after the last sample does not wait for it; a failed import is left for the report to
-    meet and report as before."""
-    import threading
-
-    def load() -> None:
-        try:
-            import matplotlib.backends.backend_agg  # noqa: F401 - what Figure.savefig of a PNG uses
-            import matplotlib.figure  # noqa: F401
-        except Exception:  # noqa: BLE001 - the report imports it again and fails there, with its own message
-            pass
-
-    threading.Thread(target=load, name="envsim-plot-import", daemon=True).start()
 
 
 def _loaded(token_counter: Any) -> Any:
