@@ -34,6 +34,25 @@ def test_stream_yields_the_records_and_limit_cut_of_load(tmp_path, limit):
     assert file_sha256(path) == __import__("hashlib").sha256(path.read_bytes()).hexdigest()
 
 
+def test_stream_keeps_an_id_subset_in_file_order_then_the_limit_and_refuses_a_run_check_up_front(tmp_path):
+    from functools import partial
+
+    from envsim.evaluation.subsets import SubsetError, select_positions, select_records
+
+    records = load("v1", "test")[:20]
+    path = _write(tmp_path / "b.jsonl", records)
+    ids = [records[i]["id"] for i in (17, 3, 9, 11)]          # any order in the list; file order in the run
+    stream = open_stream(str(path), select=partial(select_positions, ids=ids))
+    assert list(stream) == select_records(load(str(path)), ids)
+    assert [r["id"] for r in open_stream(str(path), limit=2, select=partial(select_positions, ids=ids))] == \
+        [r["id"] for r in evenly_spaced(select_records(load(str(path)), ids), 2)]
+    with pytest.raises(SubsetError, match="1 id\\(s\\) are not in this split"):
+        open_stream(str(path), select=partial(select_positions, ids=[*ids, "nope"]))
+    refuse = lambda record: "no view" if record["id"] == records[6]["id"] else None  # noqa: E731
+    with pytest.raises(BenchmarkFileError, match=rf"{path}:7: no view"):
+        open_stream(str(path), check=refuse)                  # before any record is read for its turn
+
+
 def test_bad_lines_are_refused_before_the_run_and_strict_refusals_at_their_turn(tmp_path):
     records = load("v1", "test")[:5]
     path = _write(tmp_path / "b.jsonl", records)
