@@ -105,6 +105,26 @@ def validate_records(records: Iterable[Any], where: Iterable[str],
     return out
 
 
+_BLANK = object()
+
+
+def parse_line(raw: bytes, place: str) -> Any:
+    """One line of a JSONL benchmark file (without its newline) decoded with the strict rules; a blank line is
+    ``_BLANK``; raises ``BenchmarkFileError`` naming ``place`` (``file:line``)."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BenchmarkFileError(f"{place}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})") from None
+    if not line.strip():
+        return _BLANK
+    try:
+        return loads(line, max_depth=MAX_DEPTH)
+    except JSONLimitError as exc:
+        raise BenchmarkFileError(f"{place}: {exc}") from None
+    except ValueError as exc:
+        raise BenchmarkFileError(f"{place}: not a JSON line ({exc})") from None
+
+
 def read_jsonl_records(path: Path, check: RecordCheck | None = None) -> list[dict[str, Any]]:
     """All records of a JSONL benchmark file, each checked (and by ``check``); raises ``BenchmarkFileError`` at
     ``file:line``."""
@@ -115,18 +135,10 @@ def read_jsonl_records(path: Path, check: RecordCheck | None = None) -> list[dic
     rows, places = [], []
     for number, raw in enumerate(data.split(b"\n"), 1):
         place = f"{path}:{number}"
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise BenchmarkFileError(f"{place}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})") from None
-        if not line.strip():
+        value = parse_line(raw, place)
+        if value is _BLANK:
             continue
-        try:
-            rows.append(loads(line, max_depth=MAX_DEPTH))
-        except JSONLimitError as exc:
-            raise BenchmarkFileError(f"{place}: {exc}") from None
-        except ValueError as exc:
-            raise BenchmarkFileError(f"{place}: not a JSON line ({exc})") from None
+        rows.append(value)
         places.append(place)
     from envsim.benchmark.state_store import has_refs, resolve, state_folder
 

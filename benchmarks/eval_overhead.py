@@ -1,97 +1,135 @@
-"""Evaluator overhead, end to end, against a local OpenAI-compatible server (``evaluation/fake_server.py``).
+"""Evaluator overhead, end to end, against a server that is never the bottleneck (``table_server.py``: one
+asyncio process answering every request from a table of prompt -> answer).
 
-    python benchmarks/eval_overhead.py [--samples 400] [--latency 0.1] [--concurrency 64] [--repeats 3]
+    python benchmarks/eval_overhead.py [--sizes 400,4000,40000] [--latency 0.05] [--concurrency 64,256]
+                                       [--latency-samples 4000] [--repeats 1]
 
-Runs the real ``envsim eval --model oracle --base-url URL`` command as a child process on the shipped v1
-test split (the fake server answers with the oracle's answers, in its own process) and prints, as the
-median of ``--repeats`` runs:
+The benchmark of N samples is the shipped v1 test split repeated (ids suffixed ``#k``) and written as a JSONL
+file; the server answers every prompt with the oracle's answer after a line of prose, in a fence (computed
+once, before the server starts). Each figure is of the real ``envsim eval --model table --base-url URL``
+command run as a child process, measured with ``os.wait4`` (the child's own CPU time, user + system, its
+worker processes included; the server's is not) and its own peak resident memory (``VmHWM``, see
+``child_usage.py``: ``ru_maxrss`` would start from this script's size), printed as the median of ``--repeats`` runs:
 
-1. start-up: CPU and wall of ``envsim eval --help`` (interpreter, imports of the command line);
-2. zero-latency server, concurrency 8 (the default): the command's CPU time in total and per sample
-   (total minus start-up, divided by the samples), its wall time and its peak memory (max RSS);
-3. a server that takes ``--latency`` seconds per request at ``--concurrency``: wall time against the
-   floor ``samples / concurrency * latency``.
+1. start-up: CPU and wall of ``envsim eval --help`` (interpreter and command-line imports);
+2. for each size, zero latency, concurrency 64: the command's CPU in total and per sample after start-up
+   ((total - start-up) / samples), wall, peak memory (max RSS) and when the first progress line appeared;
+3. ``--latency`` seconds per request at each ``--concurrency`` over ``--latency-samples`` samples: wall
+   against the latency floor ``ceil(samples / concurrency) * latency`` and against the client's own CPU.
 
-Prompt sizes are counted (not estimated) with ``envsim.tokens``: see ``benchmarks/prompt_tokens.py``.
+Wall figures depend on what else runs on the machine; CPU figures are the process's own.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
+import json
+import math
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
-ENVSIM = [sys.executable, "-c", "from envsim.cli import main; main()"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from child_usage import run_python  # noqa: E402 - sibling modules of this script
+from table_server import prompt_key, table_server  # noqa: E402
+
+ENVSIM = ["-c", "from envsim.cli import main; main()"]
 
 
-def child_run(args: list[str]) -> tuple[float, float, float]:
-    """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of one child ``envsim`` command."""
-    env = {**os.environ, "ENVSIM_PROGRESS": "off"}
-    with tempfile.TemporaryFile("w+") as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(ENVSIM + args, env=env, stdout=subprocess.DEVNULL, stderr=err)
-        _pid, status, usage = os.wait4(proc.pid, 0)  # this child's own usage (not the server's)
-        wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            err.seek(0)
-            raise SystemExit(f"envsim {' '.join(args)} exited {proc.returncode}: {err.read()[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+@dataclass
+class Run:
+    """One child ``envsim`` command: wall and CPU seconds, peak RSS (MB), seconds to its first progress line."""
+
+    wall: float
+    cpu: float
+    peak_mb: float
+    first_line: float | None
 
 
-def eval_args(base_url: str, run_dir: Path, samples: int, concurrency: int) -> list[str]:
+def child_run(args: list[str]) -> Run:
+    """Run ``envsim ARGS`` with progress as plain lines; its own resource usage (``child_usage``: CPU from
+    ``os.wait4``, peak memory its own ``VmHWM``, never the parent's size at fork)."""
+    usage = run_python(ENVSIM + args, env={"ENVSIM_PROGRESS": "lines"})
+    if usage.exit_code != 0:
+        raise SystemExit(f"envsim {' '.join(args)} exited {usage.exit_code}: {usage.tail}")
+    return Run(usage.wall, usage.cpu, usage.peak_mb, usage.first_line)
+
+
+def write_benchmark(records: list[dict], samples: int, path: Path) -> Path:
+    """``samples`` records: the split repeated, each copy's ids suffixed ``#k``, as a JSONL file."""
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(samples):
+            record = dict(records[i % len(records)])
+            record["id"] = f"{record['id']}#{i // len(records)}"
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return path
+
+
+def answer_table(records: list[dict]) -> dict[str, str]:
+    """Prompt (``prompt_key`` of the messages of prompt version 1, ``mdp``) -> the oracle's answer after prose,
+    in a fence."""
+    from envsim.evaluation.prompts import build_messages
+    from envsim.evaluation.providers import oracle_answer
+
+    return {prompt_key(build_messages(r, "mdp", version="1")):
+            "Let me trace the code first.\n```json\n" + oracle_answer(r) + "\n```" for r in records}
+
+
+def eval_args(base_url: str, bench: Path, run_dir: Path, concurrency: int) -> list[str]:
     """The ``envsim eval`` command line of one measured run."""
-    limit = [] if samples >= 400 else ["--limit", str(samples)]
-    return ["eval", "--model", "oracle", "--base-url", base_url, "--run-dir", str(run_dir), "--overwrite",
-            "--concurrency", str(concurrency), *limit]
+    return ["eval", "--model", "table", "--base-url", base_url, "--benchmark", str(bench), "--run-dir", str(run_dir),
+            "--overwrite", "--concurrency", str(concurrency)]
 
 
-def measure(records: list[dict], samples: int, latency: float, concurrency: int, repeats: int
-            ) -> tuple[float, float, float]:
-    """Median wall, median CPU and the largest peak RSS of ``repeats`` evaluations against a fresh server."""
-    from envsim.evaluation.fake_server import server_process
-
-    walls, cpus, peaks = [], [], []
-    with server_process(records, latency=latency) as base_url, tempfile.TemporaryDirectory() as tmp:
-        for i in range(repeats):
-            wall, cpu, peak = child_run(eval_args(base_url, Path(tmp) / f"run{i}", samples, concurrency))
-            walls.append(wall)
-            cpus.append(cpu)
-            peaks.append(peak)
-            shutil.rmtree(Path(tmp) / f"run{i}", ignore_errors=True)
-    return statistics.median(walls), statistics.median(cpus), max(peaks)
+def measure(base_url: str, bench: Path, tmp: Path, concurrency: int, repeats: int) -> Run:
+    """Median wall and CPU, largest peak and slowest first line of ``repeats`` runs."""
+    runs = [child_run(eval_args(base_url, bench, tmp / f"run{i}", concurrency)) for i in range(repeats)]
+    firsts = [r.first_line for r in runs if r.first_line is not None]
+    return Run(statistics.median(r.wall for r in runs), statistics.median(r.cpu for r in runs),
+               max(r.peak_mb for r in runs), max(firsts) if firsts else None)
 
 
 def main() -> None:
-    """Run the three measurements and print them."""
+    """Run the measurements and print them."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--samples", type=int, default=400)
-    parser.add_argument("--latency", type=float, default=0.1)
-    parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sizes", default="400,4000,40000", help="sample counts of the zero-latency runs")
+    parser.add_argument("--concurrency", default="64,256", help="concurrencies of the latency runs")
+    parser.add_argument("--latency", type=float, default=0.05, help="server latency (s) of the latency runs")
+    parser.add_argument("--latency-samples", type=int, default=4000)
+    parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
     from envsim.benchmark import load
 
     records = load("v1", "test")
-    samples = min(args.samples, len(records))
-    startups = [child_run(["eval", "--help"]) for _ in range(args.repeats)]
-    startup_wall = statistics.median(s[0] for s in startups)
-    startup_cpu = statistics.median(s[1] for s in startups)
-    print(f"start-up (envsim eval --help): {startup_cpu:.2f} s CPU, {startup_wall:.2f} s wall")
-    wall, cpu, peak = measure(records, samples, 0.0, 8, args.repeats)
-    print(f"{samples} samples, zero-latency server, concurrency 8: {cpu:.2f} s CPU in total "
-          f"({1000 * (cpu - startup_cpu) / samples:.2f} ms per sample after start-up), {wall:.2f} s wall "
-          f"(server process not included in CPU), peak memory {peak:.0f} MB")
-    wall, cpu, _ = measure(records, samples, args.latency, args.concurrency, args.repeats)
-    floor = samples / args.concurrency * args.latency
-    print(f"{samples} samples at {1000 * args.latency:.0f} ms latency, concurrency {args.concurrency}: "
-          f"{wall:.2f} s wall (latency floor {floor:.2f} s, {wall / floor:.2f}x), {cpu:.2f} s CPU")
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    table = answer_table(records)
+    startups = [child_run(["eval", "--help"]) for _ in range(max(3, args.repeats))]
+    startup_cpu = statistics.median(s.cpu for s in startups)
+    print(f"start-up (envsim eval --help): {startup_cpu:.2f} s CPU, {statistics.median(s.wall for s in startups):.2f} s "
+          "wall", flush=True)
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        with table_server(table) as base_url:
+            for samples in sizes:
+                bench = write_benchmark(records, samples, tmp / f"bench{samples}.jsonl")
+                run = measure(base_url, bench, tmp / f"zero{samples}", 64, args.repeats)
+                first = f"{run.first_line:.2f} s" if run.first_line is not None else "none"
+                print(f"{samples} samples, zero latency, concurrency 64: {run.cpu:.2f} s CPU "
+                      f"({1000 * (run.cpu - startup_cpu) / samples:.2f} ms per sample after start-up), "
+                      f"{run.wall:.2f} s wall, peak memory {run.peak_mb:.0f} MB, first progress line {first}",
+                      flush=True)
+        samples = args.latency_samples
+        bench = write_benchmark(records, samples, tmp / f"bench{samples}.jsonl")
+        with table_server(table, latency=args.latency) as base_url:
+            for concurrency in [int(c) for c in args.concurrency.split(",") if c and samples]:
+                run = measure(base_url, bench, tmp / f"latency{concurrency}", concurrency, args.repeats)
+                floor = math.ceil(samples / concurrency) * args.latency
+                print(f"{samples} samples at {1000 * args.latency:.0f} ms latency, concurrency {concurrency}: "
+                      f"{run.wall:.2f} s wall, latency floor {floor:.2f} s ({run.wall / floor:.2f}x), "
+                      f"{run.cpu:.2f} s client CPU ({run.wall / run.cpu:.2f}x its CPU), peak memory "
+                      f"{run.peak_mb:.0f} MB", flush=True)
 
 
 if __name__ == "__main__":

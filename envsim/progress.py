@@ -138,6 +138,10 @@ class LineProgress:
         values = {**(ordered_dict or {}), **kwargs}
         self.postfix = ", ".join(f"{k}={v}" for k, v in values.items())
 
+    def announce(self) -> None:
+        """Write a line now (the start of the work), before the first 10 % step."""
+        self._emit()
+
     def set_description(self, desc: str | None = None, refresh: bool = True) -> None:
         """Change the label."""
         self.desc = desc or ""

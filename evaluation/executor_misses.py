@@ -175,9 +175,10 @@ def miss_entry(record: dict[str, Any], row: dict[str, Any], messages: list[dict[
             "cause": cause, "detail": detail}
 
 
-def single_misses(records: Sequence[dict[str, Any]], rows: dict[str, dict[str, Any]], mode: str, version: str,
-                  class_sources: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """The misses of a one-step run: every scored row without FM and CM, classified (in record order)."""
+def single_misses(records: Iterable[dict[str, Any]], rows: dict[str, dict[str, Any]], mode: str, version: str,
+                  class_sources: Any = None) -> list[dict[str, Any]]:
+    """The misses of a one-step run: every scored row without FM and CM, classified (in record order); ``records``
+    is read once (a ``benchmark.stream.RecordStream`` is fine), ``class_sources`` answers ``.get(env_id)``."""
     from envsim.evaluation.prompts import build_messages
 
     misses = []
@@ -299,7 +300,7 @@ def unlisted(misses: Iterable[dict[str, Any]], accepted: dict[str, dict[str, Any
     return [m for m in misses if accepted.get(m["id"], {}).get("cause") != m["cause"]]
 
 
-def record_run_misses(run_dir: Path, records: Sequence[dict[str, Any]], mode: str, version: str,
+def record_run_misses(run_dir: Path, records: Iterable[dict[str, Any]], mode: str, version: str,
                       echo: Any = None, *, chained: bool = False) -> list[dict[str, Any]]:
     """Classify the misses of an executor run in ``run_dir`` (one-step records or chained episodes), write
     them (``write_misses``) and print the by-cause line on ``echo``; returns them."""
@@ -309,11 +310,11 @@ def record_run_misses(run_dir: Path, records: Sequence[dict[str, Any]], mode: st
     if chained:
         misses = chained_misses(records, rows, mode, version)
     else:
-        sources = {}
-        if mode == "full-class":
-            from envsim.evaluation.single_run import class_sources
+        sources: Any = {}
+        if mode == "full-class":  # looked up per environment as its records come (records may be a stream)
+            from envsim.evaluation.single_run import LazyClassSources
 
-            sources = class_sources(list(records))
+            sources = LazyClassSources()
         misses = single_misses(records, rows, mode, version, sources)
     write_misses(run_dir, misses)
     if chained:  # the chained summary is written by the episode runner: the counts are added to it here

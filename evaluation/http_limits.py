@@ -77,6 +77,47 @@ class _CappedStream(httpx.AsyncByteStream):
             await close()
 
 
+class CappedBody:
+    """The body of one response read by hand (``chat_http``), under the rules of ``CappedTransport``: refused
+    before a byte is read when its ``Content-Length`` passes the cap or its encoding cannot be bounded; gzip and
+    deflate decoded within the budget; ``ResponseTooLarge`` as soon as the decoded bytes pass ``limit``."""
+
+    def __init__(self, limit: int, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+        self.limit, self.status, self.total = limit, status, 0
+        fields = {name.lower(): value for name, value in headers}
+        encoding = fields.get(b"content-encoding", b"identity").decode("latin-1").strip().lower() or "identity"
+        length = fields.get(b"content-length", b"").decode("latin-1").strip()
+        if encoding == "identity" and length.isdigit() and int(length) > limit:
+            raise ResponseTooLarge(limit, status)
+        if encoding != "identity" and encoding not in _ZLIB_ENCODINGS:
+            raise ResponseEncodingRefused(f"endpoint sent Content-Encoding {encoding[:40]!r} although "
+                                          "asked for identity; its size cannot be bounded")
+        wbits = _ZLIB_ENCODINGS.get(encoding)
+        self._decoder = zlib.decompressobj(wbits) if wbits is not None else None
+
+    def take(self, chunk: bytes) -> bytes:
+        """``chunk`` decoded; raises ``ResponseTooLarge`` once the body passes the cap."""
+        if self._decoder is None:
+            self.total += len(chunk)
+            if self.total > self.limit:
+                raise ResponseTooLarge(self.limit, self.status)
+            return chunk
+        out = []
+        data = chunk
+        while True:
+            try:  # at most budget + 1 bytes out: enough to know the cap is passed, never more in memory
+                decoded = self._decoder.decompress(data, self.limit - self.total + 1)
+            except zlib.error as exc:
+                raise ResponseEncodingRefused(f"compressed response body is corrupt: {exc}") from None
+            self.total += len(decoded)
+            if self.total > self.limit:
+                raise ResponseTooLarge(self.limit, self.status)
+            out.append(decoded)
+            data = self._decoder.unconsumed_tail
+            if not data:
+                return b"".join(out)
+
+
 class CappedTransport(httpx.AsyncBaseTransport):
     """Wraps a transport: asks for uncompressed bodies and caps their size at ``limit`` bytes."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -83,13 +84,16 @@ PROBE_MAX_TOKENS = 16
 
 
 class OpenAICompatibleProvider:
-    """Any OpenAI-compatible chat-completions endpoint (vLLM, transformers serve, hosted APIs)."""
+    """Any OpenAI-compatible chat-completions endpoint (vLLM, transformers serve, hosted APIs).
+
+    Requests go through ``chat_http.ChatTransport`` (one JSON encoding per request, pooled connections, the
+    SDK's errors); ``client`` is an ``openai.AsyncOpenAI`` with the same settings for code that wants the SDK
+    itself, created (and ``openai`` imported) on first use."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
                  temperature: float = 0.0, max_tokens: int = 2048, timeout: float = 120.0,
                  extra_body: dict[str, Any] | None = None, max_response_bytes: int | None = None) -> None:
-        import openai
-
+        from envsim.evaluation.chat_http import ChatTransport
         from envsim.evaluation.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 
         self.name = model
@@ -97,36 +101,34 @@ class OpenAICompatibleProvider:
         self.max_tokens = max_tokens
         self.extra_body = extra_body or {}
         self.max_response_bytes = int(max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES)
-        self._openai = openai
         self._client_args = {"base_url": base_url, "api_key": api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
                              "timeout": timeout}
-        self.client = self._new_client()
+        self._sdk_client: Any = None
+        self.transport = ChatTransport(base_url, self._client_args["api_key"], timeout, self.max_response_bytes)
 
-    def _new_client(self) -> Any:
-        from envsim.evaluation.http_limits import capped_http_client
+    @property
+    def client(self) -> Any:
+        """An ``openai.AsyncOpenAI`` client with this provider's URL, key, timeout and body cap (no retries)."""
+        if self._sdk_client is None:
+            import openai
 
-        return self._openai.AsyncOpenAI(**self._client_args, max_retries=0,
-                                        http_client=capped_http_client(self.max_response_bytes,
-                                                                       timeout=self._client_args["timeout"]))
+            from envsim.evaluation.http_limits import capped_http_client
+
+            self._sdk_client = openai.AsyncOpenAI(**self._client_args, max_retries=0,
+                                                  http_client=capped_http_client(self.max_response_bytes,
+                                                                                 timeout=self._client_args["timeout"]))
+        return self._sdk_client
 
     async def reset_client(self) -> None:
-        """Close the HTTP client and start a fresh one (its connections belong to the event loop that
-        opened them: call this before the provider is used from another ``asyncio.run``)."""
-        await self.client.close()
-        self.client = self._new_client()
+        """Close the HTTP connections (they belong to the event loop that opened them: call this before the
+        provider is used from another ``asyncio.run``); the next request opens fresh ones."""
+        await self.aclose()
 
     def _request(self, messages: list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
-        """Keyword arguments of one chat-completions request; extra fields (e.g. ``response_format``)
-        come from ``extra_body``."""
-        params = dict(self.extra_body)
-        response_format = params.pop("response_format", None)
-        kwargs: dict[str, Any] = {"model": self.name, "messages": messages, "temperature": self.temperature,
-                                  "max_tokens": max_tokens}
-        if response_format is not None:
-            kwargs["response_format"] = response_format
-        if params:
-            kwargs["extra_body"] = params
-        return kwargs
+        """The JSON body of one chat-completions request, as the SDK would send it: the run's settings, then the
+        fields of ``extra_body`` (e.g. ``response_format``) at the top level."""
+        return {"model": self.name, "messages": messages, "temperature": self.temperature, "max_tokens": max_tokens,
+                **self.extra_body}
 
     async def probe(self) -> Generation:
         """One tiny request with the run's settings (model, temperature, extra fields; at most
@@ -137,40 +139,57 @@ class OpenAICompatibleProvider:
         """One chat completion with the run's settings."""
         return await self._complete(self._request(messages, self.max_tokens))
 
-    async def _complete(self, kwargs: dict[str, Any]) -> Generation:
+    async def _complete(self, payload: dict[str, Any]) -> Generation:
+        from envsim.evaluation.chat_http import encode_body
         from envsim.evaluation.http_limits import ResponseTooLarge
 
         try:
-            response = await self.client.chat.completions.create(**kwargs)
+            response = await self.transport.post(encode_body(payload))
         except ResponseTooLarge as exc:
             if exc.status >= 400:  # an error page, not an answer: the endpoint is at fault
                 raise EndpointResponseError(f"HTTP {exc.status} error response exceeded {exc.limit} bytes") from None
             return Generation("", problem=str(exc))  # the model produced it: a scored failure
-        choices = getattr(response, "choices", None)
-        if not choices or not isinstance(choices, list):
-            raise ValueError("the endpoint returned no choices")
-        message = getattr(choices[0], "message", None)
-        if message is None:
-            raise EndpointResponseError("the endpoint returned a choice without a message")
-        text = getattr(message, "content", None)
-        usage = getattr(response, "usage", None)
-        tokens = (_count(getattr(usage, "prompt_tokens", None)), _count(getattr(usage, "completion_tokens", None)))
-        if text is not None and not isinstance(text, str):
-            return Generation("", *tokens, problem=f"response content is {_json_kind(text)}, not text")
-        return Generation(text or "", *tokens)
+        return generation_of(response)
 
     async def aclose(self) -> None:
-        """Close the HTTP client (call before the event loop ends)."""
-        await self.client.close()
+        """Close the HTTP connections (call before the event loop ends)."""
+        await self.transport.aclose()
+        if self._sdk_client is not None:
+            client, self._sdk_client = self._sdk_client, None
+            await client.close()
 
     def should_retry(self, exc: BaseException) -> bool:
         """Retry rate limits, server errors, timeouts and dropped connections."""
-        o = self._openai
+        if isinstance(exc, TimeoutError):
+            return True
+        o = sys.modules.get("openai")
+        if o is None:  # not imported: ``exc`` is none of its errors (never imported here, in the event loop)
+            return False
+
         if isinstance(exc, (o.RateLimitError, o.APITimeoutError, o.APIConnectionError, o.InternalServerError)):
             return True
         if isinstance(exc, o.APIStatusError):
             return exc.status_code in (408, 409, 425, 429) or exc.status_code >= 500
-        return isinstance(exc, TimeoutError)
+        return False
+
+
+def generation_of(response: Any) -> Generation:
+    """The answer text and token counts of a decoded chat-completions response; ``ValueError`` /
+    ``EndpointResponseError`` when it is not one."""
+    choices = response.get("choices") if isinstance(response, dict) else None
+    if not choices or not isinstance(choices, list):
+        raise ValueError("the endpoint returned no choices")
+    choice = choices[0]
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if message is None:
+        raise EndpointResponseError("the endpoint returned a choice without a message")
+    text = message.get("content") if isinstance(message, dict) else None
+    usage = response.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    tokens = (_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
+    if text is not None and not isinstance(text, str):
+        return Generation("", *tokens, problem=f"response content is {_json_kind(text)}, not text")
+    return Generation(text or "", *tokens)
 
 
 class EndpointResponseError(RuntimeError):
@@ -197,10 +216,12 @@ def _json_kind(value: Any) -> str:
 def describe_error(exc: BaseException, url: str | None = None, timeout: float | None = None) -> str:
     """What went wrong with a request, with the server's own message when it sent one (``url``:
     default the URL of the failed request, when the exception carries it)."""
-    import openai
-
     url = url or _request_url(exc)
-
+    openai = sys.modules.get("openai")
+    if openai is None:  # not imported: ``exc`` is none of its errors
+        if isinstance(exc, asyncio.TimeoutError):
+            return f"no answer from {url} within {timeout or '?'} s"
+        return f"{type(exc).__name__} from {url}: {str(exc)[:300]}"
     if isinstance(exc, (asyncio.TimeoutError, openai.APITimeoutError)):
         return f"no answer from {url} within {timeout or '?'} s"
     if isinstance(exc, openai.APIStatusError):

@@ -120,14 +120,19 @@ def check_rows(rows: Iterable[Any], ids: Sequence[str] | None) -> CheckedRows:
     return checked
 
 
-def read_rows(path: Path) -> list[Any]:
+def read_rows(path: Path, drop: Sequence[str] = ()) -> list[Any]:
     """The latest row per id of a ``results.jsonl`` plus every row without a string id (kept so that it is
-    counted as invalid, not lost); unreadable lines (a torn last line) are skipped."""
+    counted as invalid, not lost); unreadable lines (a torn last line) are skipped. Fields named in ``drop``
+    (``answer``: up to 20,000 characters a row) are left out as each line is read, so the rows held grow
+    with what the caller needs, not with the answers."""
     from envsim.evaluation.runner import iter_result_lines
 
     latest: dict[str, Any] = {}
     anonymous: list[Any] = []
     for row in iter_result_lines(path):
+        if isinstance(row, dict) and drop:
+            for name in drop:
+                row.pop(name, None)
         if isinstance(row, dict) and isinstance(row.get("id"), str):
             latest[row["id"]] = row
         else:

@@ -21,6 +21,7 @@ import errno
 import os
 import random
 import stat
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -284,8 +285,10 @@ def _domain_of(env_id: str) -> str:
 
 
 async def _evaluate_one(record: dict[str, Any], provider: Provider, config: EvalConfig, policy: RetryPolicy,
-                        class_sources: dict[str, str], *, tokenizer: Any = None) -> dict[str, Any]:
-    base = {"id": record["id"], "env": record["env"], "tool": record.get("tool"), "domain": _domain_of(record["env"]),
+                        class_sources: dict[str, str], *, tokenizer: Any = None, domain: str | None = None
+                        ) -> dict[str, Any]:
+    base = {"id": record["id"], "env": record["env"], "tool": record.get("tool"),
+            "domain": domain or _domain_of(record["env"]),
             "stratum": record["stratum"], "delta_size": record["delta_size"], "arg_count": record["arg_count"]}
     try:
         messages = None if skips_prompt(provider, record, config.prompt_mode) else \
@@ -315,12 +318,25 @@ async def _evaluate_one(record: dict[str, Any], provider: Provider, config: Eval
     try:
         # parsed and scored in a worker thread: a costly answer never holds the event loop (other samples'
         # requests and their latency_s go on); parse_answer bounds its own work (parsing.MAX_DECODE_CHARS)
-        scored = await asyncio.to_thread(_score_generation, record, generation, messages, tokenizer)
+        scored = await asyncio.get_running_loop().run_in_executor(
+            _scoring_pool(), _score_generation, record, generation, messages, tokenizer)
         return {**base, "status": "scored", **scored, **timing}
     except Exception as exc:  # noqa: BLE001 - one sample's bug must not end the run or touch the others
         log.exception("internal error scoring sample %s", record.get("id"))
         return {**base, "status": "scored", **_failed(f"internal error in scoring: {type(exc).__name__}: "
                                                       f"{str(exc)[:200]}"), "answer_format": "", "answer": "", **timing}
+
+
+_SCORING_POOL: list[ThreadPoolExecutor] = []
+
+
+def _scoring_pool() -> ThreadPoolExecutor:
+    """The one thread that parses, scores and counts tokens for every sample (process-wide, made on first use).
+    One thread, not the event loop's default pool: the work holds the GIL but for the tokenizer, so more threads
+    would only take turns (and cost a thread switch per turn) while the event loop keeps the other core."""
+    if not _SCORING_POOL:
+        _SCORING_POOL.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="envsim-score"))
+    return _SCORING_POOL[0]
 
 
 def skips_prompt(provider: Provider, record: dict[str, Any], mode: str) -> bool:
@@ -346,6 +362,8 @@ def _score_generation(record: dict[str, Any], generation: Any, messages: list[di
         return {**_failed(problem), "answer_format": "", "answer": text[:MAX_STORED_ANSWER]}
     answer = parse_answer(text)
     score = score_prediction(record, answer)
+    if isinstance(tokenizer, Future):  # loaded while the run started (single_run._tokenizer_soon)
+        tokenizer = tokenizer.result()
     return {**score.to_json(), "answer_format": answer.format, "answer": text[:MAX_STORED_ANSWER],
             **(eval_token_fields(messages, text, tokenizer) if messages is not None else {})}
 
@@ -365,43 +383,78 @@ async def run_samples(records: Iterable[dict[str, Any]], provider: Provider, con
                       *, concurrency: int = 8, policy: RetryPolicy = RetryPolicy(),
                       class_sources: dict[str, str] | None = None,
                       on_result: Callable[[dict[str, Any]], None] | None = None,
-                      tokenizer: Any = None) -> dict[str, dict[str, Any]]:
+                      tokenizer: Any = None, keep_rows: bool = True) -> dict[str, dict[str, Any]]:
     """Evaluate the records not yet scored in ``run_dir``; append each result as soon as it is known.
 
+    ``records`` is read lazily, one record per free worker (``concurrency`` workers), so a stream of records
+    is held only while its samples are in flight. Returns the latest row per sample id, earlier runs' rows
+    included; with ``keep_rows=False`` nothing is kept (``{}``: memory stays flat in the sample count).
     Holds the run directory's lock; the provider is closed after every worker has finished."""
     with lock_run_dir(run_dir):
         return await _run_locked(records, provider, config, run_dir, concurrency=concurrency, policy=policy,
-                                 class_sources=class_sources, on_result=on_result, tokenizer=tokenizer)
+                                 class_sources=class_sources, on_result=on_result, tokenizer=tokenizer,
+                                 keep_rows=keep_rows)
+
+
+def scored_ids(path: Path) -> set[str]:
+    """Ids whose latest row in a ``results.jsonl`` is scored (what a resumed run skips)."""
+    latest: dict[str, bool] = {}
+    for row in iter_result_lines(path):
+        if isinstance(row, dict) and isinstance(row.get("id"), str):
+            latest[row["id"]] = row.get("status") == "scored"
+    return {key for key, scored in latest.items() if scored}
 
 
 async def _run_locked(records: Iterable[dict[str, Any]], provider: Provider, config: EvalConfig, run_dir: Path, *,
                       concurrency: int, policy: RetryPolicy, class_sources: dict[str, str] | None,
                       on_result: Callable[[dict[str, Any]], None] | None,
-                      tokenizer: Any) -> dict[str, dict[str, Any]]:
+                      tokenizer: Any, keep_rows: bool = True) -> dict[str, dict[str, Any]]:
     results_path = run_dir / "results.jsonl"
     repair_results(results_path)
-    done = read_results(results_path)
-    todo = [r for r in records if done.get(r["id"], {}).get("status") != "scored"]
-    semaphore = asyncio.Semaphore(max(1, concurrency))
+    done = read_results(results_path) if keep_rows else {}
+    skip = scored_ids(results_path)
+    pending = iter([r for r in records if r["id"] not in skip] if keep_rows and isinstance(records, list)
+                   else (r for r in records if r["id"] not in skip))
+    domains: dict[str, str] = {}
+    errors: list[BaseException] = []
     with open_results_for_append(results_path) as sink:
 
-        async def worker(record: dict[str, Any]) -> None:
-            async with semaphore:
-                row = await _evaluate_one(record, provider, config, policy, class_sources or {}, tokenizer=tokenizer)
+        async def evaluate(record: dict[str, Any]) -> None:
+            env = record["env"]
+            if env not in domains:
+                domains[env] = _domain_of(env)
+            row = await _evaluate_one(record, provider, config, policy, class_sources or {}, tokenizer=tokenizer,
+                                      domain=domains[env])
             sink.write(_dump_row(row) + "\n")
             sink.flush()
-            done[row["id"]] = row
+            if keep_rows:
+                done[row["id"]] = row
             if on_result is not None:
                 try:
                     on_result(row)
                 except Exception:  # noqa: BLE001 - a progress display must not end the run
                     log.exception("on_result callback failed for sample %s", row.get("id"))
 
+        feed_errors: list[BaseException] = []
+
+        async def worker() -> None:
+            while not feed_errors:
+                try:
+                    record = next(pending, None)   # read when a worker is free: never more than in flight
+                except Exception as exc:  # noqa: BLE001 - e.g. a bad benchmark line: no new sample starts
+                    feed_errors.append(exc)
+                    return
+                if record is None:
+                    return
+                try:
+                    await evaluate(record)
+                except Exception as exc:  # noqa: BLE001 - e.g. the disk is full: the other samples go on
+                    errors.append(exc)
+
         try:
-            outcomes = await asyncio.gather(*(worker(r) for r in todo), return_exceptions=True)
-            errors = [o for o in outcomes if isinstance(o, BaseException)]
-            if errors:  # e.g. the disk is full: raised only now that no request is in flight
-                raise errors[0]
+            await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+            if errors or feed_errors:  # raised only now that no request is in flight
+                raise (errors or feed_errors)[0]
         finally:
             close = getattr(provider, "aclose", None)
             if close is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -86,42 +87,31 @@ def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) 
 
 def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSummary:
     """Evaluate ``options.split`` of ``options.benchmark`` (one-step samples, or the rollout track)."""
-    from envsim.benchmark import benchmark_path, file_digest, load
-    from envsim.benchmark.compact import compact_records
+    from envsim.benchmark import benchmark_path
+    from envsim.benchmark.stream import file_sha256, open_stream
     from envsim.evaluation.endpoints import endpoint_urls
     from envsim.evaluation.prompts import default_prompt_version, view_problem
     from envsim.evaluation.runner import (ROLLOUT_VERSION, EvalConfig, RunConfigMismatch, RunDirLocked,
                                           clear_run_dir, lock_run_dir, prepare_run_dir)
-    from envsim.tokens import TokenizerUnavailable, eval_tokenizer
-
     urls = endpoint_urls(options.base_urls, options.base_url_file)
     base_url = ",".join(sorted(urls)) if len(urls) > 1 else (urls[0] if urls else None)
-    try:
-        check = view_problem if options.prompt_mode == "mdp-view" else None  # a record no view can be built from
-        records = compact_records(load(options.benchmark, options.split, check=check))  # read-only from here on
-        digest = file_digest(options.benchmark, options.split)
-    except (FileNotFoundError, ValueError) as exc:
-        raise BenchmarkUnavailable(str(exc)) from None
-    ids_digest = None
-    if options.ids is not None:
-        from envsim.evaluation.subsets import SubsetError, ids_sha256, read_ids, select_records
+    check = view_problem if options.prompt_mode == "mdp-view" else None  # a record no view can be built from
+    ids_digest, select = None, None
+    try:  # records are read when their turn comes (benchmark.stream); read-only once read
+        if options.ids is not None:
+            from envsim.evaluation.subsets import ids_sha256, read_ids, select_positions
 
-        try:
             ids = read_ids(options.ids)
-            records = select_records(records, ids, options.ids)
-        except SubsetError as exc:
-            raise BenchmarkUnavailable(str(exc)) from None
-        ids_digest = ids_sha256(ids)
-    records = evenly_spaced(records, options.limit)
+            ids_digest = ids_sha256(ids)
+            select = partial(select_positions, ids=ids, source=str(options.ids))
+        records = open_stream(options.benchmark, options.split, options.limit, check=check, select=select)
+        digest = file_sha256(records.path)
+    except (FileNotFoundError, ValueError) as exc:  # SubsetError is a ValueError
+        raise BenchmarkUnavailable(str(exc)) from None
     bench_name = (benchmark_path(options.benchmark, options.split).stem if Path(options.benchmark).is_file()
                   else options.benchmark)
     prompt_version = options.prompt_version or default_prompt_version(options.benchmark, options.prompt_mode)
-    try:
-        token_counter, token_warning = eval_tokenizer(options.model, options.tokenizer_dir)
-    except TokenizerUnavailable as exc:
-        raise TokenizerMissing(str(exc)) from None
-    if token_warning:
-        options.echo_err(f"warning: {token_warning}")
+    token_counter = _tokenizer_soon(options)
     rollout = options.track == "rollout"
     config = EvalConfig(model=options.model, benchmark=options.benchmark, split=options.split,
                         benchmark_sha256=digest, prompt_mode=options.prompt_mode, prompt_version=prompt_version,
@@ -146,15 +136,16 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
         except RunConfigMismatch as exc:
             raise RunDirUnusable(str(exc)) from None
         if rollout:
+            records = list(records)
             report = _rollout(records, provider, run_dir, options, prompt_version)
+            sample_ids = [str(r["id"]) for r in records]
         else:
-            _single(records, provider, config, run_dir, options, token_counter)
+            sample_ids = _single(records, provider, config, run_dir, options, token_counter)
             if getattr(provider, "name", None) == "executor":  # every miss classified (evaluation/executor_misses.py)
                 from envsim.evaluation.executor_misses import record_run_misses
 
                 record_run_misses(run_dir, records, options.prompt_mode, prompt_version, options.echo_err)
-        sample_ids = [str(r["id"]) for r in records]
-        del records, token_counter  # the reports need the ids only: the samples' and the token counter's memory
+        del records, token_counter  # the reports need the ids only: the token counter's memory
         # (envsim.tokens.eval_tokenizer: not cached) is given back before the plot is drawn
         _endpoint_summary(provider, run_dir, options)
         if not rollout:
@@ -171,17 +162,87 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
                                     benchmark=options.benchmark)
 
 
-def _single(records: list[dict[str, Any]], provider: Any, config: Any, run_dir: Path, options: EvalOptions,
-            token_counter: Any) -> None:
-    """Run the one-step samples with a live progress display."""
-    from envsim.evaluation.runner import read_results, run_samples
+def _tokenizer_soon(options: EvalOptions) -> Any:
+    """The run's token counter (``envsim.tokens.eval_tokenizer``), loaded in a background thread while the run
+    starts (a ``Future``: the scorer waits for it); an explicit ``--tokenizer`` is loaded now, so that a
+    broken one stops the run before it starts (``TokenizerMissing``)."""
+    from concurrent.futures import Future
+    import threading
+
+    from envsim.tokens import TokenizerUnavailable, eval_tokenizer
+
+    if options.tokenizer_dir is not None:
+        try:
+            counter, _warning = eval_tokenizer(options.model, options.tokenizer_dir)
+        except TokenizerUnavailable as exc:
+            raise TokenizerMissing(str(exc)) from None
+        return counter
+    future: Future[Any] = Future()
+
+    def load() -> None:
+        try:
+            counter, warning = eval_tokenizer(options.model, None)
+            if warning:
+                options.echo_err(f"warning: {warning}")
+            future.set_result(counter)
+        except BaseException as exc:  # noqa: BLE001 - the scorer sees it (counted tokens are then left out)
+            future.set_exception(exc)
+
+    threading.Thread(target=load, name="envsim-tokenizer", daemon=True).start()
+    return future
+
+
+def _loaded(token_counter: Any) -> Any:
+    """The token counter a ``_tokenizer_soon`` future holds, once loaded (``TokenizerMissing`` if it failed)."""
+    from concurrent.futures import Future
+
+    from envsim.tokens import TokenizerUnavailable
+
+    if not isinstance(token_counter, Future):
+        return token_counter
+    try:
+        return token_counter.result()
+    except TokenizerUnavailable as exc:
+        raise TokenizerMissing(str(exc)) from None
+
+
+class LazyClassSources:
+    """Class source per environment for ``full-class`` prompts, looked up when a record of it comes (records
+    are streamed); a failing one is left out (reported per sample as a prompt failure)."""
+
+    def __init__(self) -> None:
+        self._sources: dict[str, str | None] = {}
+
+    def get(self, env_id: str, default: str | None = None) -> str | None:
+        """The class source of ``env_id`` (``default`` when it cannot be read)."""
+        if env_id not in self._sources:
+            self._sources[env_id] = class_sources([{"env": env_id}]).get(env_id)
+        found = self._sources[env_id]
+        return default if found is None else found
+
+
+def _single(records: Any, provider: Any, config: Any, run_dir: Path, options: EvalOptions,
+            token_counter: Any) -> list[str]:
+    """Run the one-step samples with a live progress display; the run's sample ids, in benchmark order."""
+    from envsim.evaluation.runner import run_samples, scored_ids
     from envsim.progress import progress
 
-    sources = class_sources(records) if options.prompt_mode == "full-class" else {}
-    already = sum(1 for r in read_results(run_dir / "results.jsonl").values() if r.get("status") == "scored")
+    sources = LazyClassSources() if options.prompt_mode == "full-class" else {}
+    already = len(scored_ids(run_dir / "results.jsonl"))
     counts = {"n": 0, "fm": 0, "cm": 0, "infra": 0}
     bar = progress(total=len(records), initial=min(already, len(records)), desc=f"eval {options.model}",
                    unit="sample")
+    bar.set_postfix(**live_rates(counts), infra=0)
+    announce = getattr(bar, "announce", None)
+    if announce is not None:
+        announce()  # the first line now, not at the first 10 %
+    token_counter = _loaded(token_counter)  # before the first request: its timing never shares the GIL with the load
+    sample_ids: list[str] = []
+
+    def stream() -> Any:
+        for record in records:
+            sample_ids.append(str(record["id"]))
+            yield record
 
     def on_result(row: dict[str, Any]) -> None:
         if row["status"] == "scored":
@@ -194,13 +255,22 @@ def _single(records: list[dict[str, Any]], provider: Any, config: Any, run_dir: 
         if hasattr(provider, "endpoint_report"):          # a fleet: how many endpoints are in service
             health = [row["healthy_at_end"] for row in provider.endpoint_report()]
             fleet = {"endpoints": f"{sum(health)}/{len(health)} up"}
-        bar.set_postfix(**live_rates(counts), infra=counts["infra"], **fleet)
-        bar.update(1)
+        bar.set_postfix(**live_rates(counts), infra=counts["infra"], **fleet, refresh=False)
+        bar.update(1)  # redraws at the bar's own pace (tqdm: mininterval), with the latest rates
 
-    asyncio.run(run_samples(records, provider, config, run_dir, concurrency=options.concurrency,
-                            policy=retry_policy(options), tokenizer=token_counter, class_sources=sources,
-                            on_result=on_result))
-    bar.close()
+    try:
+        asyncio.run(run_samples(stream(), provider, config, run_dir, concurrency=options.concurrency,
+                                policy=retry_policy(options), tokenizer=token_counter, class_sources=sources,
+                                on_result=on_result, keep_rows=False))
+    except ValueError as exc:
+        from envsim.benchmark.validation import BenchmarkFileError
+
+        if isinstance(exc, BenchmarkFileError):  # a bad line part-way: what was scored before it is kept
+            raise BenchmarkUnavailable(f"{exc} (the samples scored before it are kept)") from None
+        raise
+    finally:
+        bar.close()
+    return sample_ids
 
 
 def _endpoint_summary(provider: Any, run_dir: Path, options: EvalOptions) -> None:

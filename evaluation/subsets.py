@@ -53,14 +53,20 @@ def ids_sha256(ids: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()[:16]
 
 
-def select_records(records: Sequence[dict[str, Any]], ids: Sequence[str], source: str = "id list") -> list[dict[str, Any]]:
-    """The records whose ids are in ``ids``, in the split's order; ``SubsetError`` naming ids the split lacks."""
+def select_positions(split_ids: Sequence[str], ids: Sequence[str], source: str = "id list") -> list[int]:
+    """Positions (in the split's order) of the split's ids that are in ``ids``; ``SubsetError`` naming ids the
+    split lacks. What a streamed run keeps (``benchmark.stream.open_stream(select=...)``)."""
     wanted = set(ids)
-    chosen = [r for r in records if str(r["id"]) in wanted]
-    missing = wanted - {str(r["id"]) for r in chosen}
+    chosen = [i for i, sample_id in enumerate(split_ids) if sample_id in wanted]
+    missing = wanted - {split_ids[i] for i in chosen}
     if missing:
         raise SubsetError(f"{source}: {len(missing)} id(s) are not in this split, e.g. {', '.join(sorted(missing)[:3])}")
     return chosen
+
+
+def select_records(records: Sequence[dict[str, Any]], ids: Sequence[str], source: str = "id list") -> list[dict[str, Any]]:
+    """The records whose ids are in ``ids``, in the split's order; ``SubsetError`` naming ids the split lacks."""
+    return [records[i] for i in select_positions([str(r["id"]) for r in records], ids, source)]
 
 
 def stratified_fitting_ids(records: Sequence[dict[str, Any]], fits: Callable[[dict[str, Any]], bool],
