@@ -1,6 +1,7 @@
 """The hot path of one chat-completions request: a body encoded once, posted over a pooled HTTP/1.1 connection
-(asyncio streams and ``h11``), the answer read as JSON. No per-request SDK work (the OpenAI SDK's request-body transform walks every message
-and costs as much as the rest of the client), yet what users know from the SDK holds:
+(asyncio streams and ``h11``), the answer read as JSON. No per-request SDK work (the OpenAI SDK's request-body
+transform walks every message and costs as much as the rest of the client), yet what users know from the SDK
+holds (behind a proxy named by ``$HTTP_PROXY`` and the like, ``proxy_for``, the provider sends through the SDK):
 
 * the base URL: ``base_url``, else ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``, with
   ``/chat/completions`` appended; the key as ``Authorization: Bearer``, ``$OPENAI_ORG_ID`` /
@@ -49,6 +50,20 @@ def request_headers(api_key: str) -> dict[str, str]:
         if os.environ.get(variable):
             headers[header] = os.environ[variable]
     return headers
+
+
+def proxy_for(url: str) -> str | None:
+    """The proxy the OpenAI SDK (httpx, reading the environment) would send a request to ``url`` through:
+    ``$HTTP_PROXY`` / ``$HTTPS_PROXY`` / ``$ALL_PROXY`` (any case) unless ``$NO_PROXY`` exempts the host;
+    ``None`` for a direct connection."""
+    import urllib.request
+
+    proxies = urllib.request.getproxies_environment()
+    parts = urlsplit(url)
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):
+        return None
+    return proxy
 
 
 def encode_body(payload: dict[str, Any]) -> bytes:

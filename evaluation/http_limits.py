@@ -152,8 +152,9 @@ class CappedTransport(httpx.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-def capped_http_client(limit: int = DEFAULT_MAX_RESPONSE_BYTES, **kwargs: Any) -> Any:
-    """An async HTTP client for ``openai.AsyncOpenAI(http_client=...)`` with the OpenAI defaults and a body cap."""
+def capped_http_client(limit: int = DEFAULT_MAX_RESPONSE_BYTES, proxy: str | None = None, **kwargs: Any) -> Any:
+    """An async HTTP client for ``openai.AsyncOpenAI(http_client=...)`` with the OpenAI defaults and a body cap,
+    sending through ``proxy`` when one is given (a client with its own transport ignores the proxy variables)."""
     import openai
 
     limits = kwargs.pop("limits", None)
@@ -162,6 +163,6 @@ def capped_http_client(limit: int = DEFAULT_MAX_RESPONSE_BYTES, **kwargs: Any) -
             from openai._constants import DEFAULT_CONNECTION_LIMITS as limits  # noqa: N811
         except ImportError:  # pragma: no cover
             limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-    transport = CappedTransport(httpx.AsyncHTTPTransport(limits=limits), limit)
+    transport = CappedTransport(httpx.AsyncHTTPTransport(limits=limits, proxy=proxy), limit)
     factory = getattr(openai, "DefaultAsyncHttpxClient", httpx.AsyncClient)
     return factory(transport=transport, **kwargs)

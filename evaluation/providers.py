@@ -87,13 +87,14 @@ class OpenAICompatibleProvider:
     """Any OpenAI-compatible chat-completions endpoint (vLLM, transformers serve, hosted APIs).
 
     Requests go through ``chat_http.ChatTransport`` (one JSON encoding per request, pooled connections, the
-    SDK's errors); ``client`` is an ``openai.AsyncOpenAI`` with the same settings for code that wants the SDK
-    itself, created (and ``openai`` imported) on first use."""
+    SDK's errors), or through the SDK's client when the environment names a proxy for the URL (``$HTTP_PROXY``
+    ...). ``client`` is an ``openai.AsyncOpenAI`` with the same settings, created (and ``openai`` imported) on
+    first use."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
                  temperature: float = 0.0, max_tokens: int = 2048, timeout: float = 120.0,
                  extra_body: dict[str, Any] | None = None, max_response_bytes: int | None = None) -> None:
-        from envsim.evaluation.chat_http import ChatTransport
+        from envsim.evaluation.chat_http import ChatTransport, proxy_for
         from envsim.evaluation.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 
         self.name = model
@@ -105,6 +106,8 @@ class OpenAICompatibleProvider:
                              "timeout": timeout}
         self._sdk_client: Any = None
         self.transport = ChatTransport(base_url, self._client_args["api_key"], timeout, self.max_response_bytes)
+        # behind a proxy the SDK's own client sends (it speaks to proxies; the pooled transport connects directly)
+        self.proxy = proxy_for(self.transport.url)
 
     @property
     def client(self) -> Any:
@@ -115,7 +118,7 @@ class OpenAICompatibleProvider:
             from envsim.evaluation.http_limits import capped_http_client
 
             self._sdk_client = openai.AsyncOpenAI(**self._client_args, max_retries=0,
-                                                  http_client=capped_http_client(self.max_response_bytes,
+                                                  http_client=capped_http_client(self.max_response_bytes, self.proxy,
                                                                                  timeout=self._client_args["timeout"]))
         return self._sdk_client
 
@@ -144,12 +147,22 @@ class OpenAICompatibleProvider:
         from envsim.evaluation.http_limits import ResponseTooLarge
 
         try:
-            response = await self.transport.post(encode_body(payload))
+            if self.proxy is None:
+                response = await self.transport.post(encode_body(payload))
+            else:
+                response = await self._complete_with_sdk(payload)
         except ResponseTooLarge as exc:
             if exc.status >= 400:  # an error page, not an answer: the endpoint is at fault
                 raise EndpointResponseError(f"HTTP {exc.status} error response exceeded {exc.limit} bytes") from None
             return Generation("", problem=str(exc))  # the model produced it: a scored failure
         return generation_of(response)
+
+    async def _complete_with_sdk(self, payload: dict[str, Any]) -> Any:
+        """The decoded response of ``payload`` sent by the SDK's client (used behind a proxy)."""
+        settings = {key: payload[key] for key in ("model", "messages", "temperature", "max_tokens")}
+        extra = {key: value for key, value in payload.items() if key not in settings}
+        response = await self.client.chat.completions.create(**settings, extra_body=extra or None)
+        return response.model_dump()
 
     async def aclose(self) -> None:
         """Close the HTTP connections (call before the event loop ends)."""

@@ -96,3 +96,41 @@ def test_a_gzip_body_is_decoded_and_still_capped():
     assert result == {"text": "a" * 5000}
     (too_large,), _ = _run([packed], 1, limit=1000)   # small on the wire, past the cap once decoded
     assert isinstance(too_large, ResponseTooLarge)
+
+
+def test_a_proxy_named_in_the_environment_is_used_as_the_sdk_would(monkeypatch):
+    from envsim.evaluation.providers import OpenAICompatibleProvider
+
+    answer = json.dumps({"choices": [{"message": {"role": "assistant", "content": "via proxy"}}],
+                         "usage": {"prompt_tokens": 3, "completion_tokens": 2}}).encode()
+    seen: list[bytes] = []
+
+    async def run() -> object:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            head = await reader.readuntil(b"\r\n\r\n")
+            seen.append(head.split(b"\r\n")[0])
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))
+            await reader.readexactly(length)
+            writer.write(_response(200, answer, close=True))
+            await writer.drain()
+            writer.close()
+
+        proxy = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = proxy.sockets[0].getsockname()[1]
+        for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+        provider = OpenAICompatibleProvider("m", base_url="http://simulator.invalid/v1", timeout=10)
+        try:
+            return await provider.generate([{"role": "user", "content": "hi"}], {})
+        finally:
+            await provider.aclose()
+            proxy.close()
+
+    generation = asyncio.run(run())
+    assert generation.text == "via proxy" and generation.prompt_tokens == 3
+    assert seen == [b"POST http://simulator.invalid/v1/chat/completions HTTP/1.1"]
+    monkeypatch.setenv("NO_PROXY", "simulator.invalid")
+    from envsim.evaluation.providers import OpenAICompatibleProvider as Provider
+    assert Provider("m", base_url="http://simulator.invalid/v1").proxy is None
