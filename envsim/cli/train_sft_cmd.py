@@ -1,4 +1,4 @@
-"""``envsim train sft``: write the LLaMA-Factory config (+ ZeRO-3) and launch full-parameter SFT."""
+"""``envsim train sft``: write the LLaMA-Factory config (+ ZeRO-3) and launch SFT (full-parameter by default)."""
 
 from __future__ import annotations
 
@@ -32,13 +32,22 @@ from envsim.cli.launch_options import TRAIN_INSTALL, RunFiles, launch, node_head
 @click.option("--batch", "effective_batch", type=int, default=32, show_default=True, help="Effective batch size.")
 @click.option("--max-steps", type=int, default=None, help="Stop after N optimizer steps (smoke tests).")
 @click.option("--no-bf16", is_flag=True, help="Train in fp32 (CPU).")
+@click.option("--finetuning", type=click.Choice(["full", "lora", "freeze"]), default="full", show_default=True,
+              help="full: every parameter; lora: rank-R adapters on every linear layer (RUN/checkpoints holds the "
+                   "adapter, not a model); freeze: only the last --freeze-layers layers train (a full checkpoint).")
+@click.option("--lora-rank", type=int, default=16, show_default=True, help="LoRA rank (--finetuning lora).")
+@click.option("--freeze-layers", type=int, default=2, show_default=True,
+              help="Trainable last layers (--finetuning freeze).")
+@click.option("--no-gradient-checkpointing", is_flag=True,
+              help="Keep activations instead of recomputing them (faster; more memory: fine for small models).")
 @click.option("--dry-run", is_flag=True,
               help="Write and print the config files and print the command instead of launching.")
 def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus: int | None, nnodes: int | None,
             node_rank: int | None, master_addr: str | None, master_port: int | None, template: str,
             learning_rate: float, epochs: float, cutoff_len: int, effective_batch: int, max_steps: int | None,
-            no_bf16: bool, dry_run: bool) -> None:
-    """Write the LLaMA-Factory YAML (+ ZeRO-3 JSON) and launch full-parameter SFT (on one or several nodes:
+            no_bf16: bool, finetuning: str, lora_rank: int, freeze_layers: int, no_gradient_checkpointing: bool,
+            dry_run: bool) -> None:
+    """Write the LLaMA-Factory YAML (+ ZeRO-3 JSON) and launch SFT (full-parameter by default; on one or several nodes:
     run the same command on every node, e.g. with srun).
 
     Nothing is written when llamafactory-cli is missing; when it exits non-zero, the config files this
@@ -64,7 +73,9 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
                            output_dir=(run_dir / "checkpoints").resolve(), gpus=gpus, nnodes=layout.nnodes,
                            template=template,
                            learning_rate=learning_rate, epochs=epochs, cutoff_len=cutoff_len,
-                           effective_batch=effective_batch, bf16=not no_bf16, max_steps=max_steps)
+                           effective_batch=effective_batch, bf16=not no_bf16, max_steps=max_steps,
+                           finetuning=finetuning, lora_rank=lora_rank, freeze_layers=freeze_layers,
+                           gradient_checkpointing=not no_gradient_checkpointing)
     if not dry_run and find_launcher() is None:
         raise click.ClickException(f"llamafactory-cli not found: install LLaMA-Factory ({TRAIN_INSTALL}; "
                                    "see docs/training.md) or use --dry-run")

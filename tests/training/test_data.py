@@ -131,6 +131,33 @@ def test_sft_dry_run_writes_recipe_defaults(tmp_path):
     assert "FORCE_TORCHRUN=1 NPROC_PER_NODE=8 llamafactory-cli train" in eight.output
 
 
+
+def test_sft_finetuning_types_reach_the_llamafactory_config(tmp_path):
+    import yaml
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "dataset_info.json").write_text(json.dumps({"tiny": {"file_name": "tiny.jsonl"}}))
+    runner = CliRunner()
+
+    def config(name: str, *flags: str) -> dict:
+        result = runner.invoke(main, ["train", "sft", "--model", "/m", "--data", str(data), "--out",
+                                      str(tmp_path / name), "--dry-run", *flags])
+        assert result.exit_code == 0, result.output
+        return yaml.safe_load((tmp_path / name / "sft.yaml").read_text())
+
+    full = config("full")
+    assert full["finetuning_type"] == "full" and full["disable_gradient_checkpointing"] is False
+    assert not {"lora_rank", "lora_target", "freeze_trainable_layers"} & set(full)
+    lora = config("lora", "--finetuning", "lora", "--lora-rank", "8")
+    assert (lora["finetuning_type"], lora["lora_rank"], lora["lora_target"]) == ("lora", 8, "all")
+    freeze = config("freeze", "--finetuning", "freeze", "--freeze-layers", "3", "--no-gradient-checkpointing")
+    assert (freeze["finetuning_type"], freeze["freeze_trainable_layers"]) == ("freeze", 3)
+    assert freeze["disable_gradient_checkpointing"] is True and "lora_rank" not in freeze
+    refused = runner.invoke(main, ["train", "sft", "--model", "/m", "--data", str(data), "--out",
+                                   str(tmp_path / "bad"), "--dry-run", "--finetuning", "qlora"])
+    assert refused.exit_code != 0 and not (tmp_path / "bad" / "sft.yaml").exists()
+
 def _train_envs(n: int = 4) -> list[str]:
     from envsim.construction.splits import training_envs
     from envsim.envs.registry import list_envs

@@ -65,3 +65,29 @@ def test_serve_trained_tiny_model_and_evaluate(smoke, tmp_path, serve_and_evalua
     assert smoke["sft_exit"] == 0, smoke["sft_output"]
     summary = serve_and_evaluate(smoke["sft"], tmp_path / "eval")
     assert summary["scored"] == 20 and summary["infra_failures"] == 0
+
+
+def test_freeze_finetuning_trains_only_the_last_layers(smoke, tmp_path):
+    """``--finetuning freeze --freeze-layers 1`` on the 2-layer tiny model: layer 1 moves, layer 0 and the
+    embeddings stay exactly as they were (what makes it cheap: no backward pass below the trained layers)."""
+    import os
+    import sys
+
+    from safetensors.torch import load_file
+
+    old_path = os.environ.get("PATH", "")
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{old_path}"
+    try:
+        result = CliRunner().invoke(main, ["train", "sft", "--model", str(smoke["tiny"]), "--data", str(smoke["data"]),
+                                           "--out", str(tmp_path / "freeze"), "--cutoff", "4096", "--batch", "2",
+                                           "--max-steps", "2", "--lr", "1e-3", "--no-bf16", "--finetuning", "freeze",
+                                           "--freeze-layers", "1", "--no-gradient-checkpointing"])
+    finally:
+        os.environ["PATH"] = old_path
+    assert result.exit_code == 0, result.output
+    before = load_file(str(smoke["tiny"] / "model.safetensors"))
+    after = load_file(str(tmp_path / "freeze" / "checkpoints" / "model.safetensors"))
+    assert set(after) <= set(before)
+    changed = {name for name in after if not before[name].equal(after[name])}
+    assert changed and all(name.startswith("model.layers.1.") for name in changed), sorted(changed)
+    assert not any(name.startswith(("model.layers.0.", "model.embed_tokens")) for name in changed)
