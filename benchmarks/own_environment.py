@@ -48,6 +48,7 @@ class Figures:
     by_tool: dict = field(default_factory=dict)   # tool -> view prompt token counts
     inline_bytes: int = 0
     seconds: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
 
     @property
     def count(self) -> int:
@@ -93,9 +94,30 @@ def measure_record(figures: Figures, record: dict[str, Any], counter: Any) -> No
     figures.inline_bytes += len(json_line(record)) + 1
 
 
-def measure(target: str, episodes: int, steps: int, records_wanted: int | None, out: Path) -> Figures:
+def storage_mb(out: Path) -> tuple[float, float, int]:
+    """MB of the records file ``out`` and of its blob folder, and how many blobs it holds."""
+    from envsim.benchmark.state_store import state_folder
+
+    folder = state_folder(out)
+    blobs = list(folder.iterdir()) if folder.exists() else []
+    return out.stat().st_size / 1e6, sum(p.stat().st_size for p in blobs) / 1e6, len(blobs)
+
+
+def progress_line(figures: Figures, out: Path) -> str:
+    """The figures so far, measured on the records written so far (a run stopped early still reports them)."""
+    file_mb, blob_mb, _ = storage_mb(out)
+    n = max(1, figures.count)
+    return (f"  {figures.count} records ({time.perf_counter() - figures.started:.0f} s): {figures.changed / n:.0%} change the "
+            f"state; view prompt tokens p95 {percentile(figures.tokens, 0.95):,.0f}, max {max(figures.tokens):,}; "
+            f"stored {file_mb + blob_mb:.2f} MB = {(file_mb + blob_mb) / n * 1000:.1f} MB per 1,000 records "
+            f"(measured at this count)")
+
+
+def measure(target: str, episodes: int, steps: int, records_wanted: int | None, out: Path,
+            progress_every: int = 0) -> Figures:
     """Roll out seeded explorer episodes of ``target``, label and measure each record, and write the records as
-    ``construct`` does (states stored once) to ``out``, one episode at a time."""
+    ``construct`` does (states stored once) to ``out``, one episode at a time; every ``progress_every`` records
+    (0: never) print the figures so far."""
     from envsim.benchmark.state_store import state_folder
     from envsim.construction.labelling import to_record
     from envsim.construction.rollout import seeded_rollouts
@@ -110,12 +132,17 @@ def measure(target: str, episodes: int, steps: int, records_wanted: int | None, 
     if records_wanted:
         episodes = max(episodes, -(-records_wanted // steps))
     figures, seen, episode = Figures(), set(), []
-    start = time.perf_counter()
+    printed = 0
     with out.open("w", encoding="utf-8") as handle:
         def flush() -> None:
+            nonlocal printed
             for row in store_large_states(episode, state_folder(out)):
                 handle.write(json_line(row) + "\n")
             episode.clear()
+            handle.flush()
+            if progress_every and figures.count >= printed + progress_every:
+                printed = figures.count - figures.count % progress_every
+                print(progress_line(figures, out))
 
         for index, transition in enumerate(seeded_rollouts(cls, 0, episodes, steps)):
             record = to_record(transition, cls, "test")
@@ -131,14 +158,12 @@ def measure(target: str, episodes: int, steps: int, records_wanted: int | None, 
             if records_wanted and figures.count >= records_wanted:
                 break
         flush()
-    figures.seconds = time.perf_counter() - start
+    figures.seconds = time.perf_counter() - figures.started
     return figures
 
 
 def report(name: str, target: str, figures: Figures, out: Path) -> None:
     """Print the figures of one environment."""
-    from envsim.benchmark.state_store import state_folder
-
     n = max(1, figures.count)
     strata = figures.strata
     reached = [s for s in STRATA[:5] if strata[s]]
@@ -165,11 +190,8 @@ def report(name: str, target: str, figures: Figures, out: Path) -> None:
     print("view prompt tokens per tool (calls: p50 / max): " + ", ".join(
         f"{tool} {len(c)}: {percentile(c, 0.5):,.0f} / {max(c):,}"
         for tool, c in sorted(figures.by_tool.items(), key=lambda kv: -max(kv[1]))))
-    folder = state_folder(out)
-    blobs = list(folder.iterdir()) if folder.exists() else []
-    file_mb = out.stat().st_size / 1e6
-    blob_mb = sum(p.stat().st_size for p in blobs) / 1e6
-    print(f"storage: records file {file_mb:.2f} MB + {len(blobs)} blobs {blob_mb:.2f} MB for {figures.count} "
+    file_mb, blob_mb, blobs = storage_mb(out)
+    print(f"storage: records file {file_mb:.2f} MB + {blobs} blobs {blob_mb:.2f} MB for {figures.count} "
           f"records (inline: {figures.inline_bytes / 1e6:,.0f} MB)")
     if figures.count >= 1000:
         print(f"MB per 1,000 records, measured: {(file_mb + blob_mb) / figures.count * 1000:.1f} MB")
@@ -185,6 +207,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--records", type=int, default=None, help="roll out until this many calls (e.g. 1000)")
     parser.add_argument("--envs", default="shop,tau", help="comma-separated: shop, tau")
+    parser.add_argument("--progress", type=int, default=0, help="print the figures so far every N records")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # each environment's figures as soon as they are measured
     for name in args.envs.split(","):
@@ -192,7 +215,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "pool.jsonl"
             try:
-                figures = measure(target, args.episodes, args.steps, args.records, out)
+                print(f"\nmeasuring {name} ({target}) ...")
+                figures = measure(target, args.episodes, args.steps, args.records, out, args.progress)
             except ImportError as exc:  # τ-bench not found: say so, measure the others
                 print(f"\n## {name}: {target}\nskipped: {exc}")
                 continue
