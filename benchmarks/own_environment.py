@@ -144,19 +144,22 @@ def measure(target: str, episodes: int, steps: int, records_wanted: int | None, 
                 printed = figures.count - figures.count % progress_every
                 print(progress_line(figures, out))
 
-        for index, transition in enumerate(seeded_rollouts(cls, 0, episodes, steps)):
-            record = to_record(transition, cls, "test")
-            if record["id"] in seen:  # deduplicated, as construct does
-                continue
-            seen.add(record["id"])
-            if not figures.state_chars:
-                figures.state_chars = state_chars(record["state"])
-            measure_record(figures, record, counter)
-            episode.append(record)
-            if (index + 1) % steps == 0:
-                flush()
-            if records_wanted and figures.count >= records_wanted:
-                break
+        try:
+            for index, transition in enumerate(seeded_rollouts(cls, 0, episodes, steps)):
+                record = to_record(transition, cls, "test")
+                if record["id"] in seen:  # deduplicated, as construct does
+                    continue
+                seen.add(record["id"])
+                if not figures.state_chars:
+                    figures.state_chars = state_chars(record["state"])
+                measure_record(figures, record, counter)
+                episode.append(record)
+                if (index + 1) % steps == 0:
+                    flush()
+                if records_wanted and figures.count >= records_wanted:
+                    break
+        except KeyboardInterrupt:  # stopped early (Ctrl-C): report the records measured so far, saying so
+            print(f"  interrupted: reporting the {figures.count} records measured")
         flush()
     figures.seconds = time.perf_counter() - figures.started
     return figures
