@@ -129,8 +129,8 @@ def measure(target: str, episodes: int, steps: int, records_wanted: int | None, 
     trust_target(target)
     cls = get_env(target)
     counter = get_tokenizer(None)
-    if records_wanted:
-        episodes = max(episodes, -(-records_wanted // steps))
+    if records_wanted:  # two episodes to spare: duplicate calls are dropped
+        episodes = max(episodes, -(-records_wanted // steps) + 2)
     figures, seen, episode = Figures(), set(), []
     printed = 0
     with out.open("w", encoding="utf-8") as handle:
