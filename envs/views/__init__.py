@@ -43,11 +43,16 @@ Contract
   subscripts: ``self.db`` stands for the whole state when the code goes on to a top-level key through it,
   attribute chains on state values are field reads, calls handed to other objects whose code the tool code
   holds (``tools.X.invoke(data, ...)``, ``self._kit.lookup(...)``) are followed. Such a model is rebuilt from
-  the whole dump, so its records are shown whole and every top-level collection is present. A ``raise`` that
+  the whole dump, so its records are shown whole and every top-level collection is present. ``len`` of a dict
+  of the model (``len(self.db.reviews)`` for a new id) is a known number: the view shows the dict without the
+  records it only counts, and the note on it says how many it leaves out (``View.sizes``; code over plain dicts
+  keeps reading the key set, so built-in views are unchanged). A ``raise`` that
   every path reaching it takes (its tests folded on known values: ``order_id not in self.db.orders``) ends
   the analysis, as it ends the call.
 * **Verified at construction** (``verify.py``): for the user's own environments every view is run alone on the
-  record it belongs to; one that does not reproduce the record is widened (whole records, whole collections,
+  record it belongs to (a dict the call only counts gets stand-ins for the entries the view leaves out: keys no
+  real entry has, each a copy of one left-out entry, so ``len`` counts right and a read of them still fails);
+  one that does not reproduce the record is widened (whole records, whole collections,
   the whole state), counted per tool and noted in the prompt, and the widening is stored on the record
   (``view``) so ``compute_view(..., widening=...)`` renders exactly the verified view at eval time.
 * **Runs alone** (``oracle.py``): every container the code reaches (membership tests, scans, writes) is in

@@ -98,6 +98,9 @@ class CallsMixin:
                     self.use(args[0])
                 return Seq(self.iterate(args[0]))
             if name == "len" and args and isinstance(args[0], Node):
+                counted = self.size(args[0])
+                if counted is not None:
+                    return counted
                 self.children(args[0])
                 return UNKNOWN
             if name == "next" and args:

@@ -115,6 +115,28 @@ class StateAccessMixin:
                 out.update(p + (i,) for i in range(len(container)))
         return Node(frozenset(out))
 
+    def size(self, node: Node) -> Any:
+        """``len(node)`` of state dicts, as known numbers, when the code reaches the state through an object model
+        (``len(self.db.reviews)``): the call then reads how many entries there are, not their keys or records, and
+        the view shows the dict (maybe empty) with how many entries it leaves out. ``None`` (the caller reads the
+        key set instead) for code over plain dicts (built-in views stay as they are), lists (shown whole), paths
+        that are not dicts and dicts the call may have added a key to."""
+        if not self.needs.whole_records or not node.paths:
+            return None
+        counts = []
+        for p in node.paths:
+            try:
+                container = self.at(p)
+            except (KeyError, IndexError, TypeError):
+                return None
+            if not isinstance(container, dict) or any(
+                    len(w) == len(p) + 1 and w[:len(p)] == p and w[-1] not in container for w in self.written):
+                return None
+            counts.append(len(container))
+        self.needs.sizes.update(node.paths)
+        self.needs.reach.update(node.paths)
+        return known(*counts)
+
     def subscript(self, base: Any, key: Any, *, default: Any = None, membership: bool = False) -> Any:
         """``base[key]`` (``base.get(key, default)`` when ``default`` is given)."""
         if isinstance(key, Node):

@@ -2,7 +2,8 @@
 
 The static analysis may miss a read (code it cannot follow, an object model it cannot see through). So
 construction checks every view: the real call runs on the view alone and must give the recorded
-observation, and its patch (full-state paths) applied to the full state must give the recorded next state.
+observation, and its patch (full-state paths) applied to the full state must give the recorded next state
+(a dict the call only counts is run with stand-ins for the entries the view leaves out: ``runnable_state``).
 A view that fails is widened step by step - whole records, whole top-level collections, the whole state
 (``envsim.envs.views.view.WIDENINGS``) - until it reproduces the record. The widening chosen is stored on the
 record (``view``: ``{"widening": null | "records" | "collections" | "state", "verified": bool}``) so that
@@ -60,6 +61,34 @@ def stored_view(record: dict[str, Any]) -> View:
     return view_with(record, record_widening(record))
 
 
+def runnable_state(view: View, state: Any) -> Any:
+    """The view's state as the call is run on it: a dict whose number of entries the call reads but whose entries
+    the view leaves out (``View.sizes``; the notes say how many) gets that many stand-ins, so that ``len`` counts
+    as on the full state. Stand-ins have keys no real entry has and are all copies of one left-out entry (an
+    object model validates them): a call that reads their keys or contents, which the view does not show, gives
+    a result that differs from the record's, and the view fails verification as it should."""
+    if not view.sizes:
+        return view.state
+    import copy
+
+    out = copy.deepcopy(view.state)
+    for path, count in view.sizes.items():
+        node, full = out, state
+        for key in path:
+            node, full = node[key], full[key]
+        left_out = [k for k in full if k not in node]
+        if not left_out:
+            continue
+        template = full[left_out[0]]
+        i = 0
+        while len(node) < count:
+            key = f"<stand-in {i}>"
+            if key not in full:  # never a real key
+                node[key] = copy.deepcopy(template)
+            i += 1
+    return out
+
+
 def reproduction_problem(env_class: type, record: dict[str, Any], view_state: Any) -> str | None:
     """Why running the record's call on ``view_state`` alone does not reproduce the record (``None``: it does)."""
     import jsonpatch
@@ -93,7 +122,7 @@ def check_view(env_class: type, record: dict[str, Any]) -> ViewCheck:
         if text == last:  # widening changed nothing: same verdict
             continue
         last = text
-        found = reproduction_problem(env_class, record, view.state)
+        found = reproduction_problem(env_class, record, runnable_state(view, record["state"]))
         if found is None:
             return ViewCheck(widening, True, problem)
         problem = problem or found

@@ -36,6 +36,8 @@ class View:
     widened: list = field(default_factory=list)  # where the analysis had to widen
     complete: set = field(default_factory=set)   # partly shown containers whose every key is shown
     widening: str | None = None  # the widening construction's verification chose (one of ``WIDENINGS``)
+    sizes: dict = field(default_factory=dict)  # partly shown dict -> its number of entries, which the call reads
+    # (``len``); the omission notes give it (``N of M records not shown``)
 
     def notes(self) -> list[str]:
         """Every note of the view, in the order the prompt shows them (widenings first)."""
@@ -196,7 +198,7 @@ def _record(state: Any, path: Path) -> Path:
 def _touched(needs: ReadNeeds) -> set:
     """Every path the needs name or reach (shown subtrees, containers, membership and scan collections)."""
     return (set(needs.full) | set(needs.reach) | set(needs.keys) | {p for p, _ in needs.absent}
-            | {n.collection for n in needs.filters} | {c for c, _ in needs.scan_fields})
+            | {n.collection for n in needs.filters} | {c for c, _ in needs.scan_fields} | set(needs.sizes))
 
 
 def _records_whole(state: Any, needs: ReadNeeds) -> ReadNeeds:
@@ -297,6 +299,9 @@ def build_view(state: Any, needs: ReadNeeds) -> View:
             if len(container) <= MAX_LISTED_KEYS:
                 view.key_lists[p] = list(container)
     view.absent = {(p, k) for p, k in needs.absent if not view._inside_full(p)}
+    view.sizes = {p: len(_at(state, p)) for p in sorted(needs.sizes, key=lambda q: [str(x) for x in q])
+                  if p in shown and not view._inside_full(p) and isinstance(_at(state, p), dict)
+                  and len(_at(partial, p)) < len(_at(state, p))}
     view.filters = [FilterNote(n.collection, n.field, n.values, n.casefold, list(n.matched)) for n in needs.filters
                     if not view._inside_full(n.collection)]
     return view

@@ -4,19 +4,23 @@ the record) and rendered by ``eval`` exactly as verified."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import inspect
 import json
 import os
-from typing import Any
+import textwrap
+from typing import Any, Callable
 
 import pytest
+from pydantic import BaseModel
 
 from envsim.construction.labelling import to_record
 from envsim.construction.pipeline import build_pool
 from envsim.construction.stats import record_stats, view_line
 from envsim.envs.adapters.foreign import wrap_class
 from envsim.envs.executor import execute
-from envsim.envs.views.verify import reproduction_problem, stored_view, view_with
+from envsim.envs.views.verify import check_view, reproduction_problem, runnable_state, stored_view, view_with
 from envsim.evaluation.prompts import build_messages
 
 SMALL_SHOP = "tests.fixtures.shopdb.small:SmallShopEnv"
@@ -40,6 +44,96 @@ class Notebook:
         return {"id": note_id}
 
 
+class Note(BaseModel):
+    text: str
+
+
+class NoteDB(BaseModel):
+    notes: dict[str, Note]
+    tags: dict[str, str]
+
+
+class NoteKit:
+    """A toolkit over the object model: new ids come from how many notes there are."""
+
+    def __init__(self, db: NoteDB) -> None:
+        self.db = db
+
+    def add_note(self, text: str) -> dict:
+        """Add a note.
+
+        Args:
+            text: The note.
+        """
+        note_id = f"n{len(self.db.notes) + 1}"
+        self.db.notes[note_id] = Note(text=text)
+        return {"id": note_id}
+
+    def add_digest(self, text: str) -> dict:
+        """Add a note followed by every note's text.
+
+        Args:
+            text: The note.
+        """
+        note_id = f"n{len(self.db.notes) + 1}"
+        self.db.notes[note_id] = Note(text=text + ": " + "; ".join(n.text for n in self.db.notes.values()))
+        return {"id": note_id, "text": self.db.notes[note_id].text}
+
+
+class ModelNotebook:
+    """Notes as the dump of ``NoteDB`` (twenty of them, keyed n1..n20)."""
+
+    def __init__(self) -> None:
+        self.notes = {f"n{i}": {"text": f"note {i}"} for i in range(1, 21)}
+        self.tags = {"t1": "red"}
+
+
+def _note_tool(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(self: ModelNotebook, **kwargs: Any) -> Any:
+        kit = NoteKit(NoteDB(notes=self.notes, tags=self.tags))
+        try:
+            return method(kit, **kwargs)
+        finally:
+            dump = kit.db.model_dump(mode="json")
+            self.notes, self.tags = dump["notes"], dump["tags"]
+    return call
+
+
+ModelNotebook.add_note = _note_tool(NoteKit.add_note)  # type: ignore[attr-defined]
+ModelNotebook.add_digest = _note_tool(NoteKit.add_digest)  # type: ignore[attr-defined]
+
+
+def test_an_object_model_view_counts_a_collection_without_showing_its_records() -> None:
+    cls = wrap_class(ModelNotebook)
+    state = cls.sample_state(0)
+    record = to_record(execute(cls, state, {"name": "add_note", "arguments": {"text": "hi"}}), cls, "test")
+    assert record["observation"] == {"id": "n21"}
+    assert record["view"] == {"widening": None, "verified": True}  # no widening: len() reads only the size
+    view = stored_view(record)
+    assert view.state["notes"] == {} and view.sizes == {("notes",): 20}
+    assert "/notes: 20 of 20 records not shown" in view.render()
+    assert reproduction_problem(cls, record, view.state) is not None  # alone it would count none and answer n1
+    standing_in = runnable_state(view, record["state"])["notes"]  # run with stand-ins: as many, none of them real
+    assert len(standing_in) == 20 and not set(standing_in) & set(state["notes"])
+    assert reproduction_problem(cls, record, runnable_state(view, record["state"])) is None
+
+
+def test_stand_ins_do_not_hide_a_read_of_the_records_they_stand_for() -> None:
+    cls = wrap_class(ModelNotebook)
+    record = to_record(execute(cls, cls.sample_state(0), {"name": "add_digest", "arguments": {"text": "hi"}}),
+                       cls, "test")
+    assert record["view"] == {"widening": None, "verified": True}  # the analysis sees the scan of every note
+    assert len(stored_view(record).state["notes"]) == 20
+    # code that claims to count the notes only (a read the analysis missed): the narrow view runs with stand-ins,
+    # which give another digest, so verification widens it rather than pass a view that lacks the notes
+    counting = inspect.getsource(NoteKit.add_note).replace("add_note", "add_digest")
+    lying = dict(record, code=textwrap.dedent(counting))
+    assert view_with(lying, None).state["notes"] == {}
+    check = check_view(cls, lying)
+    assert check.widening is not None and check.verified and "observation differs" in check.problem
+
+
 @pytest.fixture(scope="module")
 def shop_records() -> list[dict[str, Any]]:
     from envsim.envs.trust import trust_module
@@ -58,7 +152,7 @@ def test_every_object_model_view_is_verified_and_runs_alone(shop_records) -> Non
     for record in shop_records:
         assert record["view"]["verified"], record["id"]
         view = stored_view(record)
-        assert reproduction_problem(cls, record, view.state) is None, record["id"]
+        assert reproduction_problem(cls, record, runnable_state(view, record["state"])) is None, record["id"]
         assert set(view.state) == set(record["state"])  # the model is rebuilt from every top-level collection
         assert '/ has no key "db"' not in view.render()
         for collection, records in view.state.items():  # records shown are shown whole
