@@ -116,6 +116,7 @@ def test_eval_into_a_pipe_writes_a_few_lines_not_a_bar(tmp_path, big_benchmark):
 
     args = ["eval", "--model", "oracle", "--benchmark", str(big_benchmark)]
     forced = CliRunner().invoke(main, [*args, "--run-dir", str(tmp_path / "bar")], env={"ENVSIM_PROGRESS": "bar"})
-    assert forced.exit_code == 0 and forced.stderr.count("\r") > 5      # what a log used to get: a bar per update
+    # what a log used to get: a bar redrawn in place (how often depends on tqdm's mininterval and the machine)
+    assert forced.exit_code == 0 and forced.stderr.count("\r") >= 2
     quiet = CliRunner().invoke(main, [*args, "--run-dir", str(tmp_path / "quiet"), "--no-progress"])
     assert quiet.exit_code == 0 and "eval oracle" not in quiet.stderr and "scored" in quiet.stdout
