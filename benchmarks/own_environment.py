@@ -41,6 +41,7 @@ class Figures:
     strata: Counter = field(default_factory=Counter)
     changed: int = 0
     error_strings: int = 0          # no-change calls whose observation is an "Error: ..." string
+    code_defines_tool: int = 0      # records whose code holds ``def <tool>(`` (the function that ran)
     checked: int = 0
     verified: int = 0
     widened: dict = field(default_factory=dict)   # tool -> Counter of widenings
@@ -79,6 +80,7 @@ def measure_record(figures: Figures, record: dict[str, Any], counter: Any) -> No
 
     figures.strata[record["stratum"]] += 1
     figures.changed += record["delta_size"] > 0
+    figures.code_defines_tool += f"def {record['tool']}(" in (record.get("code") or "")
     observation = record["observation"]
     figures.error_strings += (record["outcome"] == "no_change" and isinstance(observation, str)
                               and observation.startswith("Error"))
@@ -176,6 +178,7 @@ def report(name: str, target: str, figures: Figures, out: Path) -> None:
     print(f"explorer: {figures.changed}/{figures.count} calls change the state ({figures.changed / n:.0%}); "
           f"strata {dict((s, strata[s]) for s in STRATA)}; reached up to difficult: "
           f"{'all' if len(reached) == 5 else 'missing ' + ', '.join(s for s in STRATA[:5] if not strata[s])}")
+    print(f"code: {figures.code_defines_tool}/{figures.count} records hold 'def <tool>(' for the tool they ran")
     if figures.error_strings:  # a class that reports errors as strings: its failures are labelled no-change
         print(f"note: {figures.error_strings} no-change calls returned an error string ('Error: ...'); raise an "
               "exception in the wrapper (or register the prefix in envsim.records.STRING_ERROR_PREFIXES) to label "
