@@ -69,10 +69,29 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def resumed_port(run_dir: Path) -> int | None:
+    """The local port an interrupted eval in ``run_dir`` was served on, when it is free again: the base URL is
+    one of the settings a run directory keeps, so a resumed eval must be served at the same address."""
+    try:
+        url = json.loads((run_dir / "config.json").read_text()).get("base_url") or ""
+    except (OSError, ValueError):
+        return None
+    host, _, rest = url.removeprefix("http://").partition(":")
+    port = rest.split("/")[0]
+    if host != "127.0.0.1" or not port.isdigit():
+        return None
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", int(port)))
+        except OSError:
+            return None
+    return int(port)
+
+
 def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, args: argparse.Namespace,
                    env: dict[str, str]) -> int:
     """``envsim serve`` the model, ``envsim eval`` it on the subset, stop the server (SIGINT)."""
-    port = free_port()
+    port = resumed_port(run_dir) or free_port()
     serve = [bin_path("envsim"), "serve", "--model", str(model), "--backend", "transformers", "--port", str(port),
              "--ready-timeout", "900", "--log", str(work / f"{phase}.server.log")]
     print("$ " + " ".join(serve) + " &", flush=True)
