@@ -56,6 +56,8 @@ def cut_positions(positions: Sequence[int], limit: int | None) -> Sequence[int]:
 RecordCheck = Callable[[dict[str, Any]], "str | None"]
 #: The positions a run keeps, given the split's ids in file order (``evaluation.subsets.select_positions``).
 Selection = Callable[[list[str]], Sequence[int]]
+#: Told how many more bytes of the file the check has read (a progress display: ``progress.DelayedProgress``).
+BytesRead = Callable[[int], None]
 
 
 @dataclass
@@ -77,10 +79,11 @@ class RecordStream:
 
 
 def open_stream(name: str, split: str = "test", limit: int | None = None, *, check: RecordCheck | None = None,
-                select: Selection | None = None) -> RecordStream:
+                select: Selection | None = None, on_bytes: BytesRead | None = None) -> RecordStream:
     """The samples of a benchmark split: those ``select`` keeps (all without it), cut by ``limit``. Every record is
-    checked now (the schema, repeated ids and ``check``), so a bad file is refused before a run starts; raises
-    ``FileNotFoundError`` / ``ValueError`` (``BenchmarkFileError``, or what ``select`` raises)."""
+    checked now (the schema, repeated ids and ``check``), so a bad file is refused before a run starts; ``on_bytes``
+    follows the check through a JSONL file. Raises ``FileNotFoundError`` / ``ValueError`` (``BenchmarkFileError``,
+    or what ``select`` raises)."""
     from envsim.benchmark import benchmark_path, load
     from envsim.construction.interop import is_envsimbench_file
 
@@ -97,7 +100,7 @@ def open_stream(name: str, split: str = "test", limit: int | None = None, *, che
         ids = [str(r["id"]) for r in records]
     else:
         try:
-            ids = check_file(path, check)
+            ids = check_file(path, check, on_bytes)
         except OSError as exc:
             from envsim.benchmark.validation import BenchmarkFileError
 
@@ -107,11 +110,12 @@ def open_stream(name: str, split: str = "test", limit: int | None = None, *, che
     return RecordStream(path, len(ids), cut_positions(chosen, limit), records)
 
 
-def check_file(path: Path, check: RecordCheck | None = None) -> list[str]:
+def check_file(path: Path, check: RecordCheck | None = None, on_bytes: BytesRead | None = None) -> list[str]:
     """Check every line of a JSONL benchmark before a run starts, as ``load`` does (UTF-8, JSON, the record
     schema, repeated ids, ``check``; ``BenchmarkFileError`` at ``file:line``), keeping nothing but the ids;
-    returns them in file order. Lines are decoded by the C decoder here; the strict number and depth rules of
-    ``jsonsafe.loads`` are applied when each record is read for its turn."""
+    returns them in file order; ``on_bytes`` is told the size of each line as it is checked. Lines are decoded by
+    the C decoder here; the strict number and depth rules of ``jsonsafe.loads`` are applied when each record is
+    read for its turn."""
     import json
 
     from envsim.benchmark.state_store import has_refs, resolve, state_folder
@@ -121,6 +125,8 @@ def check_file(path: Path, check: RecordCheck | None = None) -> list[str]:
     seen: dict[str, int] = {}
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, 1):
+            if on_bytes is not None:
+                on_bytes(len(raw))
             raw = raw[:-1] if raw.endswith(b"\n") else raw
             if not raw.strip():
                 continue

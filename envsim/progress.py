@@ -184,3 +184,44 @@ def progress(iterable: Iterable[Any] | None = None, *, total: int | None = None,
 
     return tqdm(iterable, total=total, desc=desc, unit=unit, initial=initial, file=stream, disable=mode == "off",
                 dynamic_ncols=True, **kwargs)
+
+
+class DelayedProgress:
+    """A progress display that appears only when the work outlasts ``delay_s`` (work that ends sooner prints
+    nothing); it then starts at the amount done so far and announces itself at once. Call it with each increment
+    (in raw units, e.g. bytes: the display counts whole ``scale``-sized units, e.g. MB); ``close()`` at the end."""
+
+    def __init__(self, total: int, desc: str, unit: str = "MB", scale: int = 1_000_000, delay_s: float = 0.25,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.total, self.desc, self.unit, self.scale = total, desc, unit, scale
+        self.delay_s, self.clock = delay_s, clock
+        self.started = clock()
+        self.done = 0
+        self.shown = 0
+        self.bar: Any = None
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        if self.bar is None:
+            if self.clock() - self.started < self.delay_s:
+                return
+            self.shown = self.done // self.scale
+            self.bar = progress(total=-(-self.total // self.scale), initial=self.shown, desc=self.desc,
+                                unit=self.unit)
+            announce = getattr(self.bar, "announce", None)
+            if announce is not None:
+                announce()
+            return
+        units = self.done // self.scale
+        if units > self.shown:
+            self.bar.update(units - self.shown)
+            self.shown = units
+
+    def close(self) -> None:
+        """End the display (if it appeared), counting what was done since its last update."""
+        if self.bar is not None:
+            units = -(-self.done // self.scale)
+            if units > self.shown:
+                self.bar.update(units - self.shown)
+                self.shown = units
+            self.bar.close()

@@ -85,6 +85,21 @@ def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) 
         + ("-rollout" if options.track == "rollout" else ""))
 
 
+def _check_progress(options: EvalOptions) -> Any:
+    """A display of the check that reads the whole benchmark file before the run (``benchmark.stream.check_file``),
+    shown when the check outlasts a quarter of a second (a 40,000-sample file takes seconds); ``None`` if the file
+    cannot be sized here (the check then says why)."""
+    from envsim.benchmark import benchmark_path
+    from envsim.progress import DelayedProgress
+
+    try:
+        path = benchmark_path(options.benchmark, options.split)
+        size = path.stat().st_size
+    except (OSError, ValueError):
+        return None
+    return DelayedProgress(size, f"eval {options.model}: checking {path.name}")
+
+
 def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSummary:
     """Evaluate ``options.split`` of ``options.benchmark`` (one-step samples, or the rollout track)."""
     from envsim.benchmark import benchmark_path
@@ -104,7 +119,13 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
             ids = read_ids(options.ids)
             ids_digest = ids_sha256(ids)
             select = partial(select_positions, ids=ids, source=str(options.ids))
-        records = open_stream(options.benchmark, options.split, options.limit, check=check, select=select)
+        checking = _check_progress(options)
+        try:
+            records = open_stream(options.benchmark, options.split, options.limit, check=check, select=select,
+                                  on_bytes=checking)
+        finally:
+            if checking is not None:
+                checking.close()
         digest = file_sha256(records.path)
     except (FileNotFoundError, ValueError) as exc:  # SubsetError is a ValueError
         raise BenchmarkUnavailable(str(exc)) from None

@@ -4,6 +4,7 @@ terminal; ``--no-progress`` / ``TQDM_DISABLE`` silence it; ``ENVSIM_PROGRESS`` f
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -120,3 +121,39 @@ def test_eval_into_a_pipe_writes_a_few_lines_not_a_bar(tmp_path, big_benchmark):
     assert forced.exit_code == 0 and forced.stderr.count("\r") >= 2
     quiet = CliRunner().invoke(main, [*args, "--run-dir", str(tmp_path / "quiet"), "--no-progress"])
     assert quiet.exit_code == 0 and "eval oracle" not in quiet.stderr and "scored" in quiet.stdout
+
+
+def test_a_delayed_display_appears_only_when_the_work_outlasts_its_delay(monkeypatch):
+    from envsim.progress import DelayedProgress
+
+    monkeypatch.setenv("ENVSIM_PROGRESS", "lines")
+    out, clock = io.StringIO(), Clock()
+    monkeypatch.setattr(sys, "stderr", out)
+    quick = DelayedProgress(3_000_000, "eval m: checking b.jsonl", delay_s=0.25, clock=clock)
+    quick(2_000_000)
+    quick(1_000_000)
+    quick.close()
+    assert out.getvalue() == ""                      # done within the delay: nothing printed
+    slow = DelayedProgress(10_500_000, "eval m: checking b.jsonl", delay_s=0.25, clock=clock)
+    slow(2_400_000)
+    clock.now += 0.3
+    slow(600_000)                                    # past the delay: appears at once, at what was done so far
+    first = out.getvalue().splitlines()
+    assert first == ["eval m: checking b.jsonl: 3/11 MB (27%), elapsed 0:00:00"]
+    for _ in range(7):
+        slow(1_000_000)
+    slow(500_000)
+    slow.close()
+    last = out.getvalue().splitlines()[-1]
+    assert last.startswith("eval m: checking b.jsonl: 11/11 MB (100%)")
+
+
+def test_the_check_before_a_run_reports_every_byte_it_reads(tmp_path):
+    from envsim.benchmark import load
+    from envsim.benchmark.stream import open_stream
+
+    path = tmp_path / "b.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in load("v1", "test")[:30]) + "\n", encoding="utf-8")
+    seen: list[int] = []
+    stream = open_stream(str(path), on_bytes=seen.append)
+    assert len(stream) == 30 and sum(seen) == path.stat().st_size
