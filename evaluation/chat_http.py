@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import h11
 
-from envsim.evaluation.http_limits import CappedBody, httpx
+from envsim.evaluation.http_limits import CappedBody, httpx_module
 
 #: Bytes read from a connection at a time.
 READ_CHUNK = 1 << 16
@@ -117,7 +117,7 @@ class ChatTransport:
 
     async def _connect(self) -> _Connection:
         if self.https and self._tls is None:  # one certificate store for every connection (~20 ms to load)
-            self._tls = httpx.create_ssl_context()
+            self._tls = httpx_module().create_ssl_context()
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection(self.host, self.port, ssl=self._tls if self.https else None,
                                     server_hostname=self.host if self.https else None, limit=READ_CHUNK),
@@ -192,13 +192,13 @@ class ChatTransport:
             # an informational (1xx) response: the final one follows
 
     def _request(self) -> Any:
-        return httpx.Request("POST", self.url)
+        return httpx_module().Request("POST", self.url)
 
     def _response(self, status: int, headers: list[tuple[bytes, bytes]], content: bytes) -> Any:
         """An ``httpx.Response`` of an error answer (what the SDK's exceptions carry)."""
         kept = [(k, v) for k, v in headers if k.lower() not in (b"content-encoding", b"content-length",
                                                                  b"transfer-encoding")]
-        return httpx.Response(status, headers=kept, content=content, request=self._request())
+        return httpx_module().Response(status, headers=kept, content=content, request=self._request())
 
     def _discard(self, connection: _Connection) -> None:
         self._open.discard(connection)

@@ -7,17 +7,16 @@ whose transport counts the body as it arrives and stops at ``limit`` bytes with
 ``Accept-Encoding: identity``; a gzip/deflate body sent anyway is decoded here with the same
 budget (so a small compressed bomb cannot expand past it) and any other encoding is refused
 (``ResponseEncodingRefused``), since its expansion could not be bounded.
+
+This module holds the rules and the hand-read body (``CappedBody``, what ``chat_http`` uses on every request);
+the SDK's HTTP client with the same cap is in ``capped_client`` (it imports ``httpx``, ~0.1 s, which a run
+that never builds the SDK client does not pay).
 """
 
 from __future__ import annotations
 
 import zlib
-from typing import Any, AsyncIterator
-
-try:  # the OpenAI client of this environment speaks httpx2; older ones speak httpx
-    import httpx2 as httpx
-except ImportError:  # pragma: no cover - depends on the installed openai
-    import httpx  # type: ignore[no-redef]
+from typing import Any
 
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 _ZLIB_ENCODINGS = {"gzip": 47, "x-gzip": 47, "deflate": 47}  # wbits 47: gzip or zlib header, detected
@@ -36,49 +35,8 @@ class ResponseEncodingRefused(Exception):
     """The endpoint compressed its answer with an encoding whose expansion cannot be bounded."""
 
 
-class _CappedStream(httpx.AsyncByteStream):
-    """The body of one response, counted (after decoding) against a byte budget."""
-
-    def __init__(self, inner: Any, limit: int, status: int, wbits: int | None) -> None:
-        self._inner = inner
-        self._limit = limit
-        self._status = status
-        self._decoder = zlib.decompressobj(wbits) if wbits is not None else None
-
-    def _decode(self, chunk: bytes, budget: int) -> bytes:
-        if self._decoder is None:
-            return chunk
-        try:  # at most budget + 1 bytes out: enough to know the cap is passed, never more in memory
-            return self._decoder.decompress(chunk, budget + 1)
-        except zlib.error as exc:
-            raise ResponseEncodingRefused(f"compressed response body is corrupt: {exc}") from None
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        total = 0
-        async for chunk in self._inner:
-            data = self._decode(chunk, self._limit - total)
-            total += len(data)
-            if total > self._limit:
-                raise ResponseTooLarge(self._limit, self._status)
-            if data:
-                yield data
-            while self._decoder is not None and self._decoder.unconsumed_tail:
-                data = self._decode(self._decoder.unconsumed_tail, self._limit - total)
-                total += len(data)
-                if total > self._limit:
-                    raise ResponseTooLarge(self._limit, self._status)
-                if data:
-                    yield data
-
-    async def aclose(self) -> None:
-        """Close the underlying connection stream."""
-        close = getattr(self._inner, "aclose", None)
-        if close is not None:
-            await close()
-
-
 class CappedBody:
-    """The body of one response read by hand (``chat_http``), under the rules of ``CappedTransport``: refused
+    """The body of one response read by hand (``chat_http``), under the rules of ``capped_client.CappedTransport``: refused
     before a byte is read when its ``Content-Length`` passes the cap or its encoding cannot be bounded; gzip and
     deflate decoded within the budget; ``ResponseTooLarge`` as soon as the decoded bytes pass ``limit``."""
 
@@ -118,51 +76,11 @@ class CappedBody:
                 return b"".join(out)
 
 
-class CappedTransport(httpx.AsyncBaseTransport):
-    """Wraps a transport: asks for uncompressed bodies and caps their size at ``limit`` bytes."""
-
-    def __init__(self, inner: Any, limit: int) -> None:
-        self._inner = inner
-        self.limit = limit
-
-    async def handle_async_request(self, request: Any) -> Any:
-        """Send ``request``; the response's body stream raises ``ResponseTooLarge`` past the cap."""
-        request.headers["Accept-Encoding"] = "identity"
-        response = await self._inner.handle_async_request(request)
-        headers = [(k, v) for k, v in response.headers.multi_items()]
-        encoding = response.headers.get("content-encoding", "identity").strip().lower() or "identity"
-        length = response.headers.get("content-length", "")
-        try:
-            if encoding == "identity" and length.strip().isdigit() and int(length) > self.limit:
-                raise ResponseTooLarge(self.limit, response.status_code)  # known before reading a byte
-            if encoding != "identity" and encoding not in _ZLIB_ENCODINGS:
-                raise ResponseEncodingRefused(f"endpoint sent Content-Encoding {encoding[:40]!r} although "
-                                              "asked for identity; its size cannot be bounded")
-        except Exception:
-            await response.aclose()
-            raise
-        wbits = _ZLIB_ENCODINGS.get(encoding)
-        if wbits is not None:  # decoded here, so httpx must not decode again
-            headers = [(k, v) for k, v in headers if k.lower() not in ("content-encoding", "content-length")]
-        stream = _CappedStream(response.stream, self.limit, response.status_code, wbits)
-        return httpx.Response(response.status_code, headers=headers, stream=stream, extensions=response.extensions)
-
-    async def aclose(self) -> None:
-        """Close the wrapped transport."""
-        await self._inner.aclose()
-
-
-def capped_http_client(limit: int = DEFAULT_MAX_RESPONSE_BYTES, proxy: str | None = None, **kwargs: Any) -> Any:
-    """An async HTTP client for ``openai.AsyncOpenAI(http_client=...)`` with the OpenAI defaults and a body cap,
-    sending through ``proxy`` when one is given (a client with its own transport ignores the proxy variables)."""
-    import openai
-
-    limits = kwargs.pop("limits", None)
-    if limits is None:
-        try:
-            from openai._constants import DEFAULT_CONNECTION_LIMITS as limits  # noqa: N811
-        except ImportError:  # pragma: no cover
-            limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-    transport = CappedTransport(httpx.AsyncHTTPTransport(limits=limits, proxy=proxy), limit)
-    factory = getattr(openai, "DefaultAsyncHttpxClient", httpx.AsyncClient)
-    return factory(transport=transport, **kwargs)
+def httpx_module() -> Any:
+    """The ``httpx`` the installed OpenAI client speaks (``httpx2`` in this environment, ``httpx`` in older ones),
+    imported on first use."""
+    try:
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover - depends on the installed openai
+        import httpx  # type: ignore[no-redef]
+    return httpx

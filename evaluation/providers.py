@@ -115,7 +115,7 @@ class OpenAICompatibleProvider:
         if self._sdk_client is None:
             import openai
 
-            from envsim.evaluation.http_limits import capped_http_client
+            from envsim.evaluation.capped_client import capped_http_client
 
             self._sdk_client = openai.AsyncOpenAI(**self._client_args, max_retries=0,
                                                   http_client=capped_http_client(self.max_response_bytes, self.proxy,

@@ -132,7 +132,7 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
     bench_name = (benchmark_path(options.benchmark, options.split).stem if Path(options.benchmark).is_file()
                   else options.benchmark)
     prompt_version = options.prompt_version or default_prompt_version(options.benchmark, options.prompt_mode)
-    token_counter = _tokenizer_soon(options)
+    token_counter = _explicit_tokenizer(options)  # a broken --tokenizer stops here, before anything is touched
     rollout = options.track == "rollout"
     config = EvalConfig(model=options.model, benchmark=options.benchmark, split=options.split,
                         benchmark_sha256=digest, prompt_mode=options.prompt_mode, prompt_version=prompt_version,
@@ -149,6 +149,9 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
         lock.__enter__()
     except RunDirLocked as exc:
         raise RunDirUnusable(str(exc)) from None
+    if token_counter is None:  # loaded beside the run's first requests, not before: its ~0.1 s of Python (the
+        # rank table) would hold the GIL while the check, the provider and the preflight run
+        token_counter = _tokenizer_soon(options)
     try:
         if options.overwrite:
             clear_run_dir(run_dir)
@@ -183,21 +186,28 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
                                     benchmark=options.benchmark)
 
 
+def _explicit_tokenizer(options: EvalOptions) -> Any:
+    """The tokenizer named by ``--tokenizer``, loaded now so that a broken one stops the run before it starts
+    (``TokenizerMissing``); ``None`` without one (``_tokenizer_soon`` loads the default later)."""
+    from envsim.tokens import TokenizerUnavailable, eval_tokenizer
+
+    if options.tokenizer_dir is None:
+        return None
+    try:
+        counter, _warning = eval_tokenizer(options.model, options.tokenizer_dir)
+    except TokenizerUnavailable as exc:
+        raise TokenizerMissing(str(exc)) from None
+    return counter
+
+
 def _tokenizer_soon(options: EvalOptions) -> Any:
-    """The run's token counter (``envsim.tokens.eval_tokenizer``), loaded in a background thread while the run
-    starts (a ``Future``: the scorer waits for it); an explicit ``--tokenizer`` is loaded now, so that a
-    broken one stops the run before it starts (``TokenizerMissing``)."""
+    """The run's default token counter (``envsim.tokens.eval_tokenizer``), loaded in a background thread while the
+    run starts (a ``Future``: the scorer waits for it)."""
     from concurrent.futures import Future
     import threading
 
-    from envsim.tokens import TokenizerUnavailable, eval_tokenizer
+    from envsim.tokens import eval_tokenizer
 
-    if options.tokenizer_dir is not None:
-        try:
-            counter, _warning = eval_tokenizer(options.model, options.tokenizer_dir)
-        except TokenizerUnavailable as exc:
-            raise TokenizerMissing(str(exc)) from None
-        return counter
     future: Future[Any] = Future()
 
     def load() -> None:

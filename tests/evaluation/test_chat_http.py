@@ -134,3 +134,40 @@ def test_a_proxy_named_in_the_environment_is_used_as_the_sdk_would(monkeypatch):
     monkeypatch.setenv("NO_PROXY", "simulator.invalid")
     from envsim.evaluation.providers import OpenAICompatibleProvider as Provider
     assert Provider("m", base_url="http://simulator.invalid/v1").proxy is None
+
+
+def test_a_successful_request_imports_neither_the_sdk_nor_its_http_client() -> None:
+    """The run's path (provider, transport, a 200 answer) never imports ``openai`` or ``httpx``: their ~0.1-0.7 s
+    of imports would come before a run's first progress line. Checked in a fresh interpreter."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import asyncio, json, sys
+        from envsim.evaluation.providers import make_provider
+
+        async def handle(reader, writer):
+            head = await reader.readuntil(b"\\r\\n\\r\\n")
+            length = int(next(l.split(b":")[1] for l in head.split(b"\\r\\n") if l.lower().startswith(b"content-length")))
+            await reader.readexactly(length)
+            body = json.dumps({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+                               "usage": {"prompt_tokens": 3, "completion_tokens": 1}}).encode()
+            writer.write(b"HTTP/1.1 200 OK\\r\\nContent-Length: %d\\r\\n\\r\\n" % len(body) + body)
+            await writer.drain()
+            writer.close()
+
+        async def main():
+            server = await asyncio.start_server(handle, "127.0.0.1", 0)
+            port = server.sockets[0].getsockname()[1]
+            provider = make_provider("m", base_url=f"http://127.0.0.1:{port}/v1")
+            generation = await provider.generate([{"role": "user", "content": "x"}], {"id": "a"})
+            await provider.aclose()
+            server.close()
+            print(generation.text, sorted(m for m in ("openai", "httpx", "httpx2") if m in sys.modules))
+
+        asyncio.run(main())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["hi", "[]"]
