@@ -39,7 +39,7 @@ class TokenizerUnavailable(RuntimeError):
 def qwen_chat_text(messages: Messages, add_generation_prompt: bool = False) -> str:
     """The text of ``messages`` in Qwen's chat framing (``<|im_start|>role\\n...<|im_end|>\\n``)."""
     text = "".join(f"<|im_start|>{m['role']}\n{m.get('content') or ''}<|im_end|>\n" for m in messages)
-    return text + ("<|im_start|>assistant\n" if add_generation_prompt else "")
+    return text + (_GENERATION_PROMPT if add_generation_prompt else "")
 
 
 class QwenBPE:
@@ -66,6 +66,7 @@ class QwenBPE:
                                            special_tokens={token: index for index, token in qwen.SPECIAL_TOKENS})
         self._encoding._mergeable_ranks = {}  # tiktoken's Rust core holds its own copy; this one only pickles
         self._special = self._encoding.special_tokens_set
+        self._system_counts: dict[str, int] = {}
         QwenBPE._latest = weakref.ref(self)
 
     _latest: "weakref.ReferenceType[QwenBPE] | None" = None
@@ -84,8 +85,29 @@ class QwenBPE:
                                          disallowed_special=()))
 
     def chat(self, messages: Messages, add_generation_prompt: bool = False) -> int:
-        """Tokens of ``messages`` in Qwen's chat framing."""
-        return self.count(qwen_chat_text(messages, add_generation_prompt))
+        """Tokens of ``messages`` in Qwen's chat framing, counted message by message: tiktoken encodes the text
+        between special tokens on its own, and every framed message starts with ``<|im_start|>``, so the sum is
+        the count of the whole chat (the tests check it against ``count(qwen_chat_text(...))``). System messages
+        repeat across a run's prompts: their counts are kept (``SYSTEM_COUNTS_KEPT`` of them)."""
+        total = sum(self._message(m) for m in messages)
+        return total + (self.count(_GENERATION_PROMPT) if add_generation_prompt else 0)
+
+    def _message(self, message: dict[str, Any]) -> int:
+        text = qwen_chat_text([message])
+        if message.get("role") != "system":
+            return self.count(text)
+        known = self._system_counts.get(text)
+        if known is None:
+            if len(self._system_counts) >= SYSTEM_COUNTS_KEPT:
+                self._system_counts.clear()
+            known = self._system_counts[text] = self.count(text)
+        return known
+
+
+#: Qwen's generation prompt (what ``add_generation_prompt`` appends).
+_GENERATION_PROMPT = "<|im_start|>assistant\n"
+#: How many distinct system messages ``QwenBPE.chat`` keeps counts of (a run uses one or two).
+SYSTEM_COUNTS_KEPT = 16
 
 
 class HFTokenizer:

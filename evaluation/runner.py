@@ -316,10 +316,12 @@ async def _evaluate_one(record: dict[str, Any], provider: Provider, config: Eval
     timing = {"prompt_tokens": generation.prompt_tokens, "completion_tokens": generation.completion_tokens,
               "latency_s": round(latency, 4), "attempts": attempts}
     try:
-        # parsed and scored in a worker thread: a costly answer never holds the event loop (other samples'
-        # requests and their latency_s go on); parse_answer bounds its own work (parsing.MAX_DECODE_CHARS)
-        scored = await asyncio.get_running_loop().run_in_executor(
-            _scoring_pool(), _score_generation, record, generation, messages, tokenizer)
+        if scores_inline(record, generation, messages, tokenizer):
+            scored = _score_generation(record, generation, messages, tokenizer)
+        else:  # a costly answer is parsed and scored in a worker thread: it never holds the event loop (other
+            # samples' requests and their latency_s go on); parse_answer bounds its own work (MAX_DECODE_CHARS)
+            scored = await asyncio.get_running_loop().run_in_executor(
+                _scoring_pool(), _score_generation, record, generation, messages, tokenizer)
         return {**base, "status": "scored", **scored, **timing}
     except Exception as exc:  # noqa: BLE001 - one sample's bug must not end the run or touch the others
         log.exception("internal error scoring sample %s", record.get("id"))
@@ -327,11 +329,35 @@ async def _evaluate_one(record: dict[str, Any], provider: Provider, config: Eval
                                                       f"{str(exc)[:200]}"), "answer_format": "", "answer": "", **timing}
 
 
+#: Prompt plus answer characters up to which a sample is scored on the event loop itself (about 2 ms of counting
+#: tokens and parsing at most). Handing each sample to the scoring thread and back, and the two threads taking
+#: turns at the GIL, cost ~0.5 ms of CPU per v1 sample, a fifth of the client's CPU (benchmarks/eval_overhead.py).
+INLINE_SCORING_CHARS = 32_000
+
+
+def scores_inline(record: dict[str, Any], generation: Any, messages: list[dict[str, str]] | None,
+                  tokenizer: Any) -> bool:
+    """Whether a sample is cheap enough to score on the event loop: a text answer and a prompt of at most
+    ``INLINE_SCORING_CHARS`` together, a state held in the record (not a stored state: large-state tracks), and a
+    token counter already loaded. Anything else goes to the scoring thread, so a costly answer (a parse bomb) or a
+    large state never delays the other samples' requests."""
+    text = generation.text
+    if not isinstance(text, str) or "state_ref" in record:
+        return False
+    if isinstance(tokenizer, Future) and not tokenizer.done():
+        return False
+    size = len(text)
+    for message in messages or ():
+        content = message.get("content")
+        size += len(content) if isinstance(content, str) else INLINE_SCORING_CHARS
+    return size <= INLINE_SCORING_CHARS
+
+
 _SCORING_POOL: list[ThreadPoolExecutor] = []
 
 
 def _scoring_pool() -> ThreadPoolExecutor:
-    """The one thread that parses, scores and counts tokens for every sample (process-wide, made on first use).
+    """The one thread that parses, scores and counts tokens for costly samples (process-wide, made on first use).
     One thread, not the event loop's default pool: the work holds the GIL but for the tokenizer, so more threads
     would only take turns (and cost a thread switch per turn) while the event loop keeps the other core."""
     if not _SCORING_POOL:

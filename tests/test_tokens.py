@@ -7,6 +7,8 @@ import socket
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from envsim import tokens
 from envsim.tokens import (DEFAULT_TOKENIZER, TokenizerUnavailable, chat_tokens, count_tokens, eval_tokenizer,
@@ -130,3 +132,29 @@ def test_an_evaluation_counter_is_shared_while_held_and_freed_after_the_run():
     assert gone() is None                                     # not kept by a cache: its memory goes with the run
     cached = get_tokenizer()
     assert eval_tokenizer("some-model")[0] is cached          # one already loaded is reused, not built again
+
+
+_PIECES = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "\n", "\r\n", " ", "  \n", "\t", "\u0301", "e", "é", "ﬁ",
+           "{\"a\": [1, 2.5]}", "'s", "12345", "🙂", "空白", "<|im", "|>", "\ud800"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["system", "user", "assistant"]),
+                          st.lists(st.sampled_from(_PIECES), max_size=12).map("".join)), max_size=4),
+       st.booleans())
+def test_a_chat_counted_message_by_message_counts_as_the_whole_framed_text(messages, generation_prompt):
+    """``QwenBPE.chat`` sums the framed messages (system counts kept); the sum is the count of the whole framed
+    chat, whatever the contents hold (special-token strings, combining marks, CRLF, lone surrogates)."""
+    chat = [{"role": role, "content": content} for role, content in messages]
+    counter = get_tokenizer()
+    whole = counter.count(qwen_chat_text(chat, add_generation_prompt=generation_prompt))
+    assert counter.chat(chat, add_generation_prompt=generation_prompt) == whole
+    assert counter.chat(chat, add_generation_prompt=generation_prompt) == whole   # again, from the kept counts
+
+
+def test_kept_system_counts_stay_bounded():
+    counter = tokens.QwenBPE()
+    for i in range(3 * tokens.SYSTEM_COUNTS_KEPT):
+        assert counter.chat([{"role": "system", "content": f"rule {i}"}]) == counter.count(
+            qwen_chat_text([{"role": "system", "content": f"rule {i}"}]))
+    assert len(counter._system_counts) <= tokens.SYSTEM_COUNTS_KEPT
