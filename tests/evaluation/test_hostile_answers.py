@@ -219,3 +219,47 @@ def test_non_text_answer_from_any_provider_is_a_scored_failure(tmp_path, small_r
     prepare_run_dir(tmp_path, _config(tmp_path))
     rows = asyncio.run(run_samples(small_records[:2], Weird(), _config(tmp_path), tmp_path))
     assert {r["reason"] for r in rows.values()} == {"answer is not text (got dict)"}
+
+
+class _PaddedProvider:
+    """The null answer, padded with prose to ``size`` characters for the ids in ``padded``."""
+
+    name = "padded"
+
+    def __init__(self, padded: set[str], size: int) -> None:
+        self.padded, self.size = padded, size
+
+    async def generate(self, messages, record):
+        answer = json.dumps({"observation": {"success": True}, "patch": []})
+        if record["id"] in self.padded:
+            answer = "x" * self.size + "\n" + answer
+        return Generation(answer)
+
+    def should_retry(self, exc):
+        return False
+
+
+def test_cheap_samples_are_scored_on_the_event_loop_and_costly_ones_in_the_scoring_thread(tmp_path, small_records,
+                                                                                        monkeypatch):
+    """A sample whose prompt and answer are small is scored where its request ran (no hand-over to a thread and
+    back); one past ``INLINE_SCORING_CHARS`` goes to the scoring thread; both score the same way."""
+    import threading
+
+    records = small_records[:6]
+    costly = {records[0]["id"], records[3]["id"]}
+    where: dict[str, str] = {}
+    real = runner_module._score_generation
+
+    def recording(record, *args):
+        where[record["id"]] = threading.current_thread().name
+        return real(record, *args)
+
+    monkeypatch.setattr(runner_module, "_score_generation", recording)
+    config = EvalConfig(model="padded", prompt_mode="mdp")
+    prepare_run_dir(tmp_path, config)
+    rows = asyncio.run(run_samples(records, _PaddedProvider(costly, runner_module.INLINE_SCORING_CHARS),
+                                   config, tmp_path, concurrency=3))
+    main_thread = threading.main_thread().name
+    assert {i for i, name in where.items() if name != main_thread} == costly
+    assert all(where[i].startswith("envsim-score") for i in costly)
+    assert all(rows[r["id"]]["status"] == "scored" and rows[r["id"]]["parsed"] for r in records)
