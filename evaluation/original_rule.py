@@ -291,12 +291,23 @@ def original_config_match(state: dict[str, Any], next_state: dict[str, Any], pre
     return True
 
 
-def original_rule_verdicts(record: dict[str, Any], answer: Any) -> tuple[bool, bool]:
+def strictly_applied_is_lenient(patch: list[dict[str, Any]]) -> bool:
+    """Whether ``apply_patch_leniently(state, patch)`` is the state ``scoring.apply_prediction`` gives whenever the
+    latter succeeds: every op then found what it needs, so each lenient step is the same jsonpatch step (``test``
+    ops passed: no change). The one exception is an op on the whole document (path ``""``): jsonpatch replaces the
+    root, the lenient rule skips it. The tests check the equality on random patches."""
+    return all(isinstance(op, dict) and op.get("path") != "" for op in patch)
+
+
+def original_rule_verdicts(record: dict[str, Any], answer: Any, *,
+                           strictly_applied: dict[str, Any] | None = None) -> tuple[bool, bool]:
     """``(cm_lenient, cm_original)`` of a parsed answer (``ParsedAnswer``) against a record.
 
     Original-format answers are applied from their ``changes``, RFC 6902 answers with
     ``apply_patch_leniently``, full next states as given. Where the original script would raise (and
-    silently drop the sample) ``cm_original`` is ``False``: EnvSim scores every sample.
+    silently drop the sample) ``cm_original`` is ``False``: EnvSim scores every sample. ``strictly_applied``: the
+    state ``apply_prediction`` made of the answer's patch, used instead of applying it again where that is the
+    same state (``strictly_applied_is_lenient``).
     """
     state, next_state = record["state"], record["next_state"]
     try:
@@ -307,7 +318,9 @@ def original_rule_verdicts(record: dict[str, Any], answer: Any) -> tuple[bool, b
             except OriginalRuleError:
                 original_state = None
         elif answer.patch is not None:
-            lenient_state = original_state = apply_patch_leniently(state, answer.patch)
+            lenient_state = original_state = (
+                strictly_applied if strictly_applied is not None and strictly_applied_is_lenient(answer.patch)
+                else apply_patch_leniently(state, answer.patch))
         else:
             lenient_state = original_state = answer.next_state
         if not isinstance(lenient_state, dict):

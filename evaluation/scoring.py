@@ -130,15 +130,17 @@ def score_prediction(record: dict[str, Any], answer: ParsedAnswer) -> SampleScor
     fm = same_json(answer.observation, record["observation"]) or (
         answer.feedback_text is not None and same_json(answer.feedback_text, record["observation"]))
     fm_json, obs_class = _observation_verdict(record, answer, fm)
-    lenient, original = original_rule_verdicts(record, answer)
     reason = None
     unchanged = answer.patch == []  # "no change": the prediction is the state itself, its Δ has no path
     try:
         predicted = (answer.next_state if answer.patch is None
                      else record["state"] if unchanged else apply_prediction(record["state"], answer.patch))
     except ValueError as exc:
+        lenient, original = original_rule_verdicts(record, answer)
         return SampleScore(True, fm, False, lenient, 0.0, 0.0, 0.0, reason=str(exc), cm_original=original
                            ).with_verdicts(Verdicts(fm_json, False, obs_class, "patch_does_not_apply"))
+    lenient, original = original_rule_verdicts(
+        record, answer, strictly_applied=predicted if answer.patch else None)
     truth = true_changed_paths(record)
     try:
         cm = same_json_shared(predicted, record["next_state"])

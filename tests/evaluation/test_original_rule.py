@@ -7,10 +7,14 @@ import json
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from envsim.evaluation.original_rule import apply_original_changes, original_changes
+from envsim.delta import canonical_json
+from envsim.evaluation.original_rule import (apply_original_changes, apply_patch_leniently, original_changes,
+                                             strictly_applied_is_lenient)
 from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.scoring import score_prediction
+from envsim.evaluation.scoring import apply_prediction, score_prediction
 
 RECORD = {
     "state": {"items": [1, 2, 3], "count": 3, "meta": {"owner": "ana", "tag": "x"}, "flag": False},
@@ -176,3 +180,61 @@ def test_hostile_original_format_answers_are_bounded(answer):
     s = score_prediction(RECORD, parse_answer(json.dumps(answer)))
     assert time.process_time() - start < 2.0
     assert not s.fm and not s.cm
+
+
+_KEYS = st.sampled_from(["a", "b", "items", "0", "x~y", "c/d"])
+_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["s", ""]))
+_VALUES = st.one_of(_LEAVES, st.dictionaries(_KEYS, _LEAVES, max_size=2), st.lists(_LEAVES, max_size=2))
+_STATES = st.dictionaries(_KEYS, st.recursive(_LEAVES, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=3)), max_leaves=8), max_size=4)
+
+
+def _pointers(value, prefix=""):
+    """Every pointer of ``value`` (the root ``""`` first), and for each container one past its end."""
+    yield prefix
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from _pointers(child, prefix + "/" + key.replace("~", "~0").replace("/", "~1"))
+        yield prefix + "/new"
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from _pointers(child, f"{prefix}/{index}")
+        yield from (f"{prefix}/{len(value)}", f"{prefix}/-", f"{prefix}/0{len(value)}")
+
+
+@st.composite
+def _state_and_patch(draw):
+    """A state and 1-4 ops mostly on its own pointers (so that most patches apply), some on missing ones."""
+    state = draw(_STATES)
+    pointer = st.one_of(st.sampled_from(sorted(set(_pointers(state)))), st.sampled_from(["/a/b/c", "/items/9"]))
+    ops = []
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["add", "replace", "test", "remove", "move", "copy"]))
+        op = {"op": kind, "path": draw(pointer)}
+        if kind in ("add", "replace", "test"):
+            op["value"] = draw(_VALUES)
+        elif kind in ("move", "copy"):
+            op["from"] = draw(pointer)
+        ops.append(op)
+    return state, ops
+
+
+@settings(max_examples=500, deadline=None)
+@given(_state_and_patch())
+def test_a_patch_that_applies_strictly_is_the_same_state_under_the_lenient_rule(state_and_patch):
+    """``score_prediction`` hands CM-lenient and CM-original the state ``apply_prediction`` made where
+    ``strictly_applied_is_lenient`` says so: there, applying the patch leniently gives that very state."""
+    state, patch = state_and_patch
+    try:
+        strict = apply_prediction(state, patch)
+    except ValueError:
+        return
+    if strictly_applied_is_lenient(patch):
+        assert canonical_json(apply_patch_leniently(state, patch)) == canonical_json(strict)
+
+
+def test_a_patch_on_the_whole_document_is_applied_again_by_the_lenient_rule():
+    state, patch = {"a": 1}, [{"op": "replace", "path": "", "value": {"b": 2}}]
+    assert apply_prediction(state, patch) == {"b": 2}
+    assert apply_patch_leniently(state, patch) == {"a": 1}      # the lenient rule skips it: the two differ
+    assert not strictly_applied_is_lenient(patch)
