@@ -5,7 +5,7 @@ Bounded and exception-free on hostile predictions."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import jsonpatch
@@ -49,8 +49,15 @@ class SampleScore:
         return self
 
     def to_json(self) -> dict[str, Any]:
-        """Plain dict for results.jsonl."""
-        return asdict(self)
+        """Plain dict for results.jsonl (``dataclasses.asdict``'s result, without its deep copy of every field)."""
+        row = {name: getattr(self, name) for name in _SCORE_FIELDS}
+        if self.failure is not None:
+            row["failure"] = dict(self.failure)
+        return row
+
+
+#: The fields of ``SampleScore``, in order (its rows' keys).
+_SCORE_FIELDS = tuple(field.name for field in fields(SampleScore))
 
 
 def apply_prediction(state: dict[str, Any], patch: list[dict[str, Any]]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import pytest
 import envsim.delta
 from envsim.benchmark.state_store import resolve, state_folder
 from envsim.delta import changed_paths, compute_delta, pointer
-from envsim.evaluation.parsing import ParsedAnswer
+from envsim.evaluation.parsing import ParsedAnswer, parse_answer
 from envsim.evaluation.scoring import _prf, apply_prediction, score_prediction, true_changed_paths
 from envsim.evaluation.shared_states import pointer_parts, strictly_equal_shared
 
@@ -137,3 +137,19 @@ def test_a_wrong_tau_answer_is_scored_without_verifying_a_whole_state_patch(monk
     truth = set(record["changed_paths"])
     assert not extra.cm and extra.delta_recall == 1.0
     assert extra.delta_precision == pytest.approx(len(truth) / (len(truth) + 1))
+
+
+def test_a_score_row_is_what_asdict_gives_and_owns_its_failure_classes():
+    import dataclasses
+
+    record = {"state": {"a": 1}, "next_state": {"a": 2}, "observation": {"ok": True}}
+    answers = [json.dumps({"observation": {"ok": False}, "patch": [{"op": "replace", "path": "/a", "value": 3}]}),
+               "no json here", json.dumps({"observation": {"ok": True}, "patch": [{"op": "replace", "path": "/a",
+                                                                                   "value": 2}]})]
+    for text in answers:
+        score = score_prediction(record, parse_answer(text))
+        row = score.to_json()
+        assert row == dataclasses.asdict(score) and list(row) == list(dataclasses.asdict(score))
+        if row["failure"] is not None:
+            row["failure"]["state"] = "changed"
+            assert score.failure["state"] != "changed"
