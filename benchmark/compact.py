@@ -12,9 +12,10 @@ shared containers must be treated as read-only, as the states of ``benchmark.sta
 from __future__ import annotations
 
 import json
-import marshal
 import math
 from typing import Any
+
+from envsim.delta import strictly_equal
 
 
 def share_unchanged(old: Any, new: Any) -> Any:
@@ -25,7 +26,7 @@ def share_unchanged(old: Any, new: Any) -> Any:
     objects, the same keys in the same order, so the JSON text of ``new`` is unchanged."""
     if type(old) is not type(new):
         return new
-    if isinstance(new, (dict, list)) and _strictly_equal(old, new):
+    if isinstance(new, (dict, list)) and strictly_equal(old, new):
         return old
     if isinstance(new, dict):
         same = len(old) == len(new)
@@ -49,17 +50,6 @@ def share_unchanged(old: Any, new: Any) -> Any:
     if type(new) is float:  # 0.0 == -0.0, but the JSON text differs
         return old if old == new and math.copysign(1.0, old) == math.copysign(1.0, new) else new
     return old if old == new else new
-
-
-def _strictly_equal(old: Any, new: Any) -> bool:
-    """Whether two containers are strictly equal, found at C speed: equal (``==``, which stops at the first
-    difference) and with the same ``marshal`` bytes (version 2: no back-references, so equal values give equal
-    bytes; bytes that are equal mean the same types at every level, ``1``, ``1.0`` and ``True`` apart, and the
-    same key order). Containers ``marshal`` refuses (a dict subclass) are left to the walk."""
-    try:
-        return old == new and marshal.dumps(old, 2) == marshal.dumps(new, 2)
-    except (ValueError, RecursionError):
-        return False
 
 
 def compact_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

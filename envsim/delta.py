@@ -26,6 +26,7 @@ import copy
 import difflib
 import itertools
 import json
+import marshal
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -337,11 +338,25 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def strictly_equal(a: Any, b: Any) -> bool:
+    """Whether two values are strictly equal, found at C speed: equal (``==``, which stops at the first
+    difference) and with the same ``marshal`` bytes (version 2: no back-references, so equal values give equal
+    bytes; bytes that are equal mean the same types at every level, ``1``, ``1.0`` and ``True`` apart, ``0.0`` and
+    ``-0.0`` apart, and the same key order). Strictly equal JSON values are equal as JSON. Values ``marshal``
+    refuses (a dict subclass) or nested too deep for ``==`` count as not strictly equal."""
+    try:
+        return a == b and marshal.dumps(a, 2) == marshal.dumps(b, 2)
+    except (ValueError, RecursionError):
+        return False
+
+
 def same_json(a: Any, b: Any) -> bool:
     """Equality as JSON values: numbers compare by value (``1 == 1.0``), booleans are not numbers.
 
     Never raises and never recurses: values of any depth (hostile answers) are compared with an
     explicit stack."""
+    if strictly_equal(a, b):  # the common case, without serialising either side
+        return True
     try:
         if canonical_json(a) == canonical_json(b):  # fast path, C-speed
             return True

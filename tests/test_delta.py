@@ -95,6 +95,25 @@ def test_same_json_keeps_bool_apart_from_numbers():
     assert same_json({"a": 1}, {"a": 1.0})
     assert not same_json({"a": 1}, {"a": True})
     assert not same_json([1, 2], [2, 1])
+    assert same_json({"a": 0.0}, {"a": -0.0}) and same_json({"b": 1, "a": [True]}, {"a": [True], "b": 1.0})
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.sampled_from([0, 1, -1, 2]) | st.sampled_from([0.0, -0.0, 1.0, 2.5])
+                     | st.sampled_from(["", "a", "\ud800"]),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("ab"), inner, max_size=2),
+                     max_leaves=8)
+
+
+@settings(max_examples=400)
+@given(_JSON, _JSON)
+def test_same_json_with_its_strict_shortcut_agrees_with_the_comparison_by_json_text(a, b):
+    """``same_json`` answers True at once for strictly equal values (``delta.strictly_equal``); it must agree with
+    the comparison it shortcuts: canonical JSON texts, then the walk where numbers compare by value."""
+    from envsim.delta import _equal, canonical_json
+
+    reference = canonical_json(a) == canonical_json(b) or _equal(a, b)
+    assert same_json(a, b) == reference
+    assert same_json(a, copy.deepcopy(a))
 
 
 # --- issue 21.7: aligning lists is bounded; within the bound it is difflib's alignment ----------------------
