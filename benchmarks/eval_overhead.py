@@ -93,6 +93,25 @@ def measure(base_url: str, bench: Path, tmp: Path, concurrency: int, repeats: in
                max(r.peak_mb for r in runs), max(firsts) if firsts else None)
 
 
+#: A fixed workload of the standard library alone (JSON round trips of the frozen v1 test file, a Python loop): its
+#: CPU shows how fast the machine runs Python at the moment, whatever EnvSim's code becomes.
+REFERENCE = ("import json, pathlib, sys\n"
+             "text = pathlib.Path(sys.argv[1]).read_text(encoding='utf-8')\n"
+             "for _ in range(5):\n"
+             "    json.dumps([json.loads(line) for line in text.splitlines() if line.strip()], sort_keys=True)\n"
+             "total = 0\n"
+             "for i in range(3_000_000):\n"
+             "    total += i\n")
+
+
+def reference_cpu() -> float:
+    """CPU seconds of ``REFERENCE`` in a child: printed before and after the measured runs, so figures of
+    different days (or a machine whose speed drifts during the measurement) can be told apart."""
+    from envsim.benchmark import benchmark_path
+
+    return run_python(["-c", REFERENCE, str(benchmark_path("v1", "test"))]).cpu
+
+
 def main() -> None:
     """Run the measurements and print them."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -107,6 +126,7 @@ def main() -> None:
     records = load("v1", "test")
     sizes = [int(s) for s in args.sizes.split(",") if s]
     table = answer_table(records)
+    print(f"machine: reference workload {reference_cpu():.2f} s CPU before the runs", flush=True)
     child_run(["eval", "--help"])  # not measured: byte-compiles the command-line modules (child_environment)
     startups = [child_run(["eval", "--help"]) for _ in range(max(3, args.repeats))]
     startup_cpu = statistics.median(s.cpu for s in startups)
@@ -136,6 +156,8 @@ def main() -> None:
                       f"{run.wall:.2f} s wall, latency floor {floor:.2f} s ({run.wall / floor:.2f}x), "
                       f"{run.cpu:.2f} s client CPU ({run.wall / run.cpu:.2f}x its CPU), peak memory "
                       f"{run.peak_mb:.0f} MB", flush=True)
+    print(f"machine: reference workload {reference_cpu():.2f} s CPU after the runs (a figure far from the one before "
+          "means the machine's speed changed during the measurement)", flush=True)
 
 
 if __name__ == "__main__":
