@@ -1,0 +1,82 @@
+"""Client CPU of ``envsim eval`` from two checkouts, run at the same time: a comparison that holds on a machine whose
+speed drifts from minute to minute (on 2026-11-26 one identical Python loop took 1.33-2.45 s, so runs one after
+the other could not tell a 5 % change from the noise).
+
+    git worktree add /tmp/other COMMIT && python -m venv /tmp/other-venv && /tmp/other-venv/bin/pip install -e /tmp/other
+    python benchmarks/eval_cpu_pairs.py --other /tmp/other-venv/bin/python [--samples 1600] [--pairs 6]
+
+Each pair starts both commands together against one table server (``table_server.py``; the oracle's answers after
+a line of prose), each pinned to one CPU, the two swapping CPUs every pair; the server takes whatever CPU is left.
+Both see the same machine for the same seconds, so their CPU ratio keeps little of the drift. Printed: each pair's
+CPU (``os.wait4``: user + system of the command) and ratio (this checkout's over the other's), then the median
+ratio and its range. One unmeasured run of each first byte-compiles what they import. Linux only (CPU pinning).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from child_usage import child_environment  # noqa: E402 - sibling modules of this script
+from eval_overhead import answer_table, eval_args, write_benchmark  # noqa: E402
+from table_server import table_server  # noqa: E402
+
+
+def start(python: str, cpu: int, args: list[str], log: Path) -> subprocess.Popen:
+    """``envsim ARGS`` of the checkout ``python`` belongs to, pinned to ``cpu``, its stderr written to ``log``."""
+    with log.open("w") as handle:
+        return subprocess.Popen(["taskset", "-c", str(cpu), python, "-c", "from envsim.cli import main; main()",
+                                 *args], env=child_environment({"ENVSIM_PROGRESS": "lines"}),
+                                stdout=subprocess.DEVNULL, stderr=handle)
+
+
+def finish(process: subprocess.Popen, label: str, log: Path) -> float:
+    """CPU seconds of a started command (user + system); exits with its stderr's tail when it failed."""
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{label} failed: {log.read_text(errors='replace')[-2000:]}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    """Run the pairs and print them."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--other", required=True, help="the Python of the other checkout's environment")
+    parser.add_argument("--samples", type=int, default=1600, help="samples per run (the v1 test split repeated)")
+    parser.add_argument("--pairs", type=int, default=6)
+    parser.add_argument("--concurrency", type=int, default=64)
+    args = parser.parse_args()
+    if len(os.sched_getaffinity(0)) < 2:
+        raise SystemExit("two CPUs are needed: one per command")
+    from envsim.benchmark import load
+
+    records = load("v1", "test")
+    pythons = {"this": sys.executable, "other": args.other}
+    with tempfile.TemporaryDirectory() as name, table_server(answer_table(records)) as base_url:
+        tmp = Path(name)
+        bench = write_benchmark(records, args.samples, tmp / "bench.jsonl")
+        logs = {label: tmp / f"{label}.log" for label in pythons}
+        for label, python in pythons.items():  # not measured: byte-compiles what a run imports
+            warm = start(python, 0, eval_args(base_url, bench, tmp / f"warm-{label}", args.concurrency), logs[label])
+            finish(warm, label, logs[label])
+        ratios = []
+        for pair in range(args.pairs):
+            cpus = {"this": pair % 2, "other": 1 - pair % 2}
+            running = {label: start(python, cpus[label], eval_args(base_url, bench, tmp / label, args.concurrency),
+                                    logs[label]) for label, python in pythons.items()}
+            cpu = {label: finish(process, label, logs[label]) for label, process in running.items()}
+            ratios.append(cpu["this"] / cpu["other"])
+            print(f"pair {pair + 1}: this {cpu['this']:.2f} s CPU (cpu {cpus['this']}), other {cpu['other']:.2f} s "
+                  f"(cpu {cpus['other']}), ratio {ratios[-1]:.3f}", flush=True)
+    print(f"this / other, {args.samples} samples, {args.pairs} pairs: median {statistics.median(ratios):.3f}, "
+          f"range {min(ratios):.3f}-{max(ratios):.3f}")
+
+
+if __name__ == "__main__":
+    main()
