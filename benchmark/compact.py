@@ -15,7 +15,7 @@ import json
 import math
 from typing import Any
 
-from envsim.delta import strictly_equal
+from envsim.delta import exactly_equal
 
 
 def share_unchanged(old: Any, new: Any) -> Any:
@@ -26,7 +26,7 @@ def share_unchanged(old: Any, new: Any) -> Any:
     objects, the same keys in the same order, so the JSON text of ``new`` is unchanged."""
     if type(old) is not type(new):
         return new
-    if isinstance(new, (dict, list)) and strictly_equal(old, new):
+    if isinstance(new, (dict, list)) and exactly_equal(old, new):
         return old
     if isinstance(new, dict):
         same = len(old) == len(new)

@@ -338,12 +338,13 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def strictly_equal(a: Any, b: Any) -> bool:
-    """Whether two values are strictly equal, found at C speed: equal (``==``, which stops at the first
+def exactly_equal(a: Any, b: Any) -> bool:
+    """Whether two values are exactly equal, found at C speed: equal (``==``, which stops at the first
     difference) and with the same ``marshal`` bytes (version 2: no back-references, so equal values give equal
     bytes; bytes that are equal mean the same types at every level, ``1``, ``1.0`` and ``True`` apart, ``0.0`` and
-    ``-0.0`` apart, and the same key order). Strictly equal JSON values are equal as JSON. Values ``marshal``
-    refuses (a dict subclass) or nested too deep for ``==`` count as not strictly equal."""
+    ``-0.0`` apart, and the same key order). Exactly equal values are ``strictly_equal`` (equal as JSON text), not
+    the other way round: key order differs. Values ``marshal`` refuses (a dict subclass) or nested too deep for
+    ``==`` count as not exactly equal."""
     try:
         return a == b and marshal.dumps(a, 2) == marshal.dumps(b, 2)
     except (ValueError, RecursionError):
@@ -355,7 +356,7 @@ def same_json(a: Any, b: Any) -> bool:
 
     Never raises and never recurses: values of any depth (hostile answers) are compared with an
     explicit stack."""
-    if strictly_equal(a, b):  # the common case, without serialising either side
+    if exactly_equal(a, b):  # the common case, without serialising either side
         return True
     try:
         if canonical_json(a) == canonical_json(b):  # fast path, C-speed

@@ -98,6 +98,17 @@ def test_same_json_keeps_bool_apart_from_numbers():
     assert same_json({"a": 0.0}, {"a": -0.0}) and same_json({"b": 1, "a": [True]}, {"a": [True], "b": 1.0})
 
 
+def test_strictly_equal_ignores_key_order_and_exactly_equal_does_not():
+    """Two comparisons, two names: ``strictly_equal`` (equal as JSON text, what Δ labelling prunes with) and
+    ``exactly_equal`` (same types and key order, ``same_json``'s and ``share_unchanged``'s C-speed shortcut)."""
+    from envsim.delta import changed_paths, exactly_equal, strictly_equal
+
+    reordered = ({"a": 1, "b": [2]}, {"b": [2], "a": 1})
+    assert strictly_equal(*reordered) and not exactly_equal(*reordered)
+    assert not strictly_equal(1, True) and not exactly_equal(1, 1.0) and exactly_equal([1, {"a": "x"}], [1, {"a": "x"}])
+    assert list(changed_paths({"s": reordered[0]}, {"s": reordered[1]})) == []
+
+
 _JSON = st.recursive(st.none() | st.booleans() | st.sampled_from([0, 1, -1, 2]) | st.sampled_from([0.0, -0.0, 1.0, 2.5])
                      | st.sampled_from(["", "a", "\ud800"]),
                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("ab"), inner, max_size=2),
@@ -107,7 +118,7 @@ _JSON = st.recursive(st.none() | st.booleans() | st.sampled_from([0, 1, -1, 2]) 
 @settings(max_examples=400)
 @given(_JSON, _JSON)
 def test_same_json_with_its_strict_shortcut_agrees_with_the_comparison_by_json_text(a, b):
-    """``same_json`` answers True at once for strictly equal values (``delta.strictly_equal``); it must agree with
+    """``same_json`` answers True at once for exactly equal values (``delta.exactly_equal``); it must agree with
     the comparison it shortcuts: canonical JSON texts, then the walk where numbers compare by value."""
     from envsim.delta import _equal, canonical_json
 
