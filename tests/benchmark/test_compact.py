@@ -90,7 +90,9 @@ _JSON = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dic
                      max_leaves=25)
 
 
-_TWINS = {1: [True, 1.0], True: [1, 1.0], 0: [False, 0.0, -0.0], 0.0: [-0.0, 0, False], 2.5: [2.5]}
+#: ``==``-equal values of other JSON, keyed by type and value (``1``, ``True`` and ``1.0`` are one dict key).
+_TWINS = {(int, 1): [True, 1.0], (bool, True): [1, 1.0], (int, 0): [False, 0.0, -0.0],
+          (bool, False): [0, 0.0, -0.0], (float, 0.0): [-0.0, 0, False], (float, 1.0): [1, True], (float, 2.5): [2.5]}
 
 
 def _twist(value, draw):
@@ -102,8 +104,8 @@ def _twist(value, draw):
         return dict(reversed(items) if choice == 0 else items)
     if isinstance(value, list):
         return [_twist(v, draw) for v in value] + ([None] if choice == 0 else [])
-    if choice <= 1 and not isinstance(value, str) and value in _TWINS and type(value) in (int, float, bool):
-        return draw(st.sampled_from(_TWINS[value]))
+    if choice <= 1 and (type(value), value) in _TWINS:
+        return draw(st.sampled_from(_TWINS[type(value), value]))
     return draw(_LEAVES) if choice == 2 else value
 
 
