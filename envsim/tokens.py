@@ -89,12 +89,10 @@ class QwenBPE:
         text = unicodedata.normalize("NFC", text)
         if self._plain_when_no_marker and _SPECIAL_MARKER not in text:
             return len(self._encoding.encode_ordinary(text))
-        return self._full_count(text, normalized=True)
+        return self._full_count(text)
 
-    def _full_count(self, text: str, normalized: bool = False) -> int:
-        """``count`` the way the package does it: NFC, then tiktoken with every special token allowed."""
-        if not normalized:
-            text = unicodedata.normalize("NFC", text)
+    def _full_count(self, text: str) -> int:
+        """``count`` of an NFC text the way the package counts: tiktoken with every special token allowed."""
         return len(self._encoding.encode(text, allowed_special=self._special, disallowed_special=()))
 
     def chat(self, messages: Messages, add_generation_prompt: bool = False) -> int:
@@ -125,7 +123,7 @@ class QwenBPE:
                 and text.endswith(_FRAME_END)):
             inner = text[len(_FRAME_START):len(text) - len(_FRAME_END)]
             return 2 + self._newline + len(self._encoding.encode_ordinary(inner))
-        return self._full_count(text, normalized=True)
+        return self._full_count(text)
 
 
 #: What every special token of Qwen's starts with.
