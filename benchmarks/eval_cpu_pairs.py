@@ -24,16 +24,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from child_usage import child_environment  # noqa: E402 - sibling modules of this script
-from eval_overhead import answer_table, eval_args, write_benchmark  # noqa: E402
+from eval_overhead import RECORDS_HELP, answer_table, eval_args, write_benchmark  # noqa: E402
 from table_server import table_server  # noqa: E402
 
 
 def start(python: str, cpu: int, args: list[str], log: Path) -> subprocess.Popen:
-    """``envsim ARGS`` of the checkout ``python`` belongs to, pinned to ``cpu``, its stderr written to ``log``."""
+    """``envsim ARGS`` of the checkout ``python`` belongs to, pinned to ``cpu``, its stderr written to ``log``. It runs
+    in ``log``'s folder: ``python -c`` puts its working directory first on ``sys.path``, so run from a checkout it
+    would import that checkout's ``envsim`` whatever ``python`` is."""
     with log.open("w") as handle:
         return subprocess.Popen(["taskset", "-c", str(cpu), python, "-c", "from envsim.cli import main; main()",
-                                 *args], env=child_environment({"ENVSIM_PROGRESS": "lines"}),
+                                 *args], env=child_environment({"ENVSIM_PROGRESS": "lines"}), cwd=log.parent,
                                 stdout=subprocess.DEVNULL, stderr=handle)
+
+
+def package_folder(python: str, cwd: Path) -> str:
+    """The folder of the ``envsim`` package that ``python`` imports when run in ``cwd``."""
+    code = "import envsim, os; print(os.path.dirname(os.path.realpath(envsim.__file__)))"
+    return subprocess.run([python, "-c", code], cwd=cwd, env=child_environment(), capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 def finish(process: subprocess.Popen, label: str, log: Path) -> float:
@@ -48,20 +57,25 @@ def main() -> None:
     """Run the pairs and print them."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--other", required=True, help="the Python of the other checkout's environment")
-    parser.add_argument("--samples", type=int, default=1600, help="samples per run (the v1 test split repeated)")
+    parser.add_argument("--samples", type=int, default=1600, help="samples per run (the records repeated)")
     parser.add_argument("--pairs", type=int, default=6)
+    parser.add_argument("--records", default="v1", help=RECORDS_HELP)
     parser.add_argument("--concurrency", type=int, default=64)
     args = parser.parse_args()
     if len(os.sched_getaffinity(0)) < 2:
         raise SystemExit("two CPUs are needed: one per command")
     from envsim.benchmark import load
 
-    records = load("v1", "test")
+    records = load(args.records, "test")
     pythons = {"this": sys.executable, "other": args.other}
     with tempfile.TemporaryDirectory() as name, table_server(answer_table(records)) as base_url:
         tmp = Path(name)
         bench = write_benchmark(records, args.samples, tmp / "bench.jsonl")
         logs = {label: tmp / f"{label}.log" for label in pythons}
+        folders = {label: package_folder(python, tmp) for label, python in pythons.items()}
+        print(f"this: {folders['this']}; other: {folders['other']}", flush=True)
+        if folders["this"] == folders["other"]:
+            raise SystemExit("both Pythons import the same envsim: nothing would be compared")
         for label, python in pythons.items():  # not measured: byte-compiles what a run imports
             warm = start(python, 0, eval_args(base_url, bench, tmp / f"warm-{label}", args.concurrency), logs[label])
             finish(warm, label, logs[label])

@@ -2,10 +2,12 @@
 asyncio process answering every request from a table of prompt -> answer).
 
     python benchmarks/eval_overhead.py [--sizes 400,4000,40000] [--latency 0.05] [--concurrency 64,256]
-                                       [--latency-samples 4000] [--repeats 1]
+                                       [--latency-samples 4000] [--repeats 1] [--records FILE]
 
-The benchmark of N samples is the shipped v1 test split repeated (ids suffixed ``#k``) and written as a JSONL
-file; the server answers every prompt with the oracle's answer after a line of prose, in a fence (computed
+The benchmark of N samples is the shipped v1 test split (or the records of ``--records FILE``) repeated (ids
+suffixed ``#k``) and written as a JSONL file. The v1 split repeated ten times is the issue's workload; a pool of
+4,000 distinct records (``envsim construct --split test --pool 4000 --seed 7 --episodes 12 --out FILE``) is a
+run with no repeated record; the server answers every prompt with the oracle's answer after a line of prose, in a fence (computed
 once, before the server starts). Each figure is of the real ``envsim eval --model table --base-url URL``
 command run as a child process, measured with ``os.wait4`` (the child's own CPU time, user + system, its
 worker processes included; the server's is not) and its own peak resident memory (``VmHWM``, see
@@ -79,6 +81,10 @@ def answer_table(records: list[dict]) -> dict[str, str]:
             "Let me trace the code first.\n```json\n" + oracle_answer(r) + "\n```" for r in records}
 
 
+RECORDS_HELP = ("the records the samples cycle through: a shipped benchmark's test split (v1) or a JSONL file, e.g. "
+                "a pool of distinct records from 'envsim construct --split test --pool 4000 --out FILE'")
+
+
 def eval_args(base_url: str, bench: Path, run_dir: Path, concurrency: int) -> list[str]:
     """The ``envsim eval`` command line of one measured run."""
     return ["eval", "--model", "table", "--base-url", base_url, "--benchmark", str(bench), "--run-dir", str(run_dir),
@@ -120,10 +126,11 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05, help="server latency (s) of the latency runs")
     parser.add_argument("--latency-samples", type=int, default=4000)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--records", default="v1", help=RECORDS_HELP)
     args = parser.parse_args()
     from envsim.benchmark import load
 
-    records = load("v1", "test")
+    records = load(args.records, "test")
     sizes = [int(s) for s in args.sizes.split(",") if s]
     table = answer_table(records)
     print(f"machine: reference workload {reference_cpu():.2f} s CPU before the runs", flush=True)
@@ -137,7 +144,7 @@ def main() -> None:
         with table_server(table) as base_url:
             # not measured: byte-compiles what a run imports (EnvSim's modules, the environments of its records),
             # as a user's first run does once
-            child_run(eval_args(base_url, write_benchmark(records, len(records), tmp / "warm.jsonl"), tmp / "warm", 64))
+            child_run(eval_args(base_url, write_benchmark(records, min(len(records), 400), tmp / "warm.jsonl"), tmp / "warm", 64))
             for samples in sizes:
                 bench = write_benchmark(records, samples, tmp / f"bench{samples}.jsonl")
                 run = measure(base_url, bench, tmp / f"zero{samples}", 64, args.repeats)

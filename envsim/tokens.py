@@ -70,6 +70,8 @@ class QwenBPE:
         # search and without handing tiktoken the set of all 208 of them (3-7% of a v1 prompt's count)
         self._plain_when_no_marker = all(token.startswith(_SPECIAL_MARKER) for token in self._special)
         self._system_counts: dict[str, int] = {}
+        self._segment_counts: dict[str, int] = {}
+        self._segment_chars = 0
         self._generation_prompt = self._full_count(_GENERATION_PROMPT)
         self._newline = self._full_count("\n")
         QwenBPE._latest = weakref.ref(self)
@@ -88,8 +90,35 @@ class QwenBPE:
         """Tokens of ``text`` (special-token strings such as ``<|im_end|>`` count as one token)."""
         text = unicodedata.normalize("NFC", text)
         if self._plain_when_no_marker and _SPECIAL_MARKER not in text:
-            return len(self._encoding.encode_ordinary(text))
+            return self._ordinary_count(text)
         return self._full_count(text)
+
+    def _ordinary_count(self, text: str) -> int:
+        """Tokens of an NFC text encoded as ordinary text (no special tokens), cut after every comma that a space
+        follows. Qwen's pattern always ends a piece there (a comma is neither a letter, a digit nor a space, so it
+        ends the punctuation run it belongs to, and the next piece starts at the space and looks only ahead), and
+        BPE merges stay within a piece: the counts of the parts add up to the text's. The counts of the parts
+        between two such commas are kept (``SEGMENT_CHARS_KEPT`` characters of them): the states of one
+        environment share most of their fields, so in the v1 test split 56% of a prompt's characters lie in parts
+        an earlier prompt already had, with every record distinct."""
+        parts = text.split(_SEGMENT_CUT)
+        encode = self._encoding.encode_ordinary
+        if len(parts) < 3:
+            return len(encode(text))
+        counts = self._segment_counts
+        if self._segment_chars > SEGMENT_CHARS_KEPT:
+            counts.clear()
+            self._segment_chars = 0
+        total = len(encode(parts[0] + ",")) + len(encode(" " + parts[-1]))
+        known = counts.get
+        for index in range(1, len(parts) - 1):
+            part = parts[index]
+            count = known(part)
+            if count is None:
+                count = counts[part] = len(encode(" " + part + ","))
+                self._segment_chars += len(part)
+            total += count
+        return total
 
     def _full_count(self, text: str) -> int:
         """``count`` of an NFC text the way the package counts: tiktoken with every special token allowed."""
@@ -122,7 +151,7 @@ class QwenBPE:
         if (self._plain_when_no_marker and text.count(_SPECIAL_MARKER) == 2 and text.startswith(_FRAME_START)
                 and text.endswith(_FRAME_END)):
             inner = text[len(_FRAME_START):len(text) - len(_FRAME_END)]
-            return 2 + self._newline + len(self._encoding.encode_ordinary(inner))
+            return 2 + self._newline + self._ordinary_count(inner)
         return self._full_count(text)
 
 
@@ -132,6 +161,11 @@ _SPECIAL_MARKER = "<|"
 _FRAME_START, _FRAME_END = "<|im_start|>", "<|im_end|>\n"
 #: Qwen's generation prompt (what ``add_generation_prompt`` appends).
 _GENERATION_PROMPT = "<|im_start|>assistant\n"
+#: Where ``QwenBPE`` cuts ordinary text into parts whose counts it keeps: after a comma, before its space.
+_SEGMENT_CUT = ", "
+#: How many characters of parts ``QwenBPE`` keeps counts of before it starts again (about 100,000 parts of the
+#: v1 prompts' ~20 characters; ~12 MB with the dictionary).
+SEGMENT_CHARS_KEPT = 2_000_000
 #: How many distinct system messages ``QwenBPE.chat`` keeps counts of (a run uses one or two).
 SYSTEM_COUNTS_KEPT = 16
 

@@ -174,6 +174,34 @@ def test_a_chat_counted_message_by_message_counts_as_the_whole_framed_text(messa
     assert counter.chat(chat, add_generation_prompt=generation_prompt) == whole   # again, from the kept counts
 
 
+_CUT_PIECES = [", ", ",", " ", "  ", ",\n", "\n", "\r\n", "\t", "\u00a0", "\u0301", "\u0338", "'", "'s", "a", "é", "1", "25",
+               ":", "\"", "{", "}]", "-", "🙂", "空", "<|im_end|>", "<|"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_CUT_PIECES), max_size=10).map("".join), min_size=1, max_size=6))
+def test_parts_cut_after_a_comma_count_as_the_whole_text_wherever_they_were_first_seen(texts):
+    """``QwenBPE`` keeps the counts of the parts between ", " cuts; a part's count, kept from one text, must hold in
+    every other (a comma ends its piece whatever precedes it, and the piece after starts at the space). The same
+    counter counts every drawn text, so kept counts meet new neighbours (whitespace runs, newlines, letters after
+    the space, combining marks, special-token strings)."""
+    package = _package_tokenizer()
+    counter = get_tokenizer()
+    for text in (*texts, ", ".join(texts), ", ".join(reversed(texts))):
+        assert counter.count(text) == len(package.encode(text))
+        message = {"role": "user", "content": text}
+        assert counter.chat([message]) == len(package.encode(qwen_chat_text([message])))
+
+
+def test_kept_part_counts_stay_bounded(monkeypatch):
+    monkeypatch.setattr(tokens, "SEGMENT_CHARS_KEPT", 1_000)
+    counter = tokens.QwenBPE()
+    for i in range(200):
+        text = ", ".join(f"field_{i}_{j}: {j * i}" for j in range(20))
+        assert counter.count(text) == counter._full_count(text)
+    assert counter._segment_chars <= 1_000 + len(text) and len(counter._segment_counts) <= 1_000
+
+
 def test_kept_system_counts_stay_bounded():
     counter = tokens.QwenBPE()
     for i in range(3 * tokens.SYSTEM_COUNTS_KEPT):
