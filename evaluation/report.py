@@ -52,18 +52,38 @@ def bootstrap_cis(columns: Sequence[Sequence[float]], seed: int = 0, samples: in
     if not n:
         return [[0.0, 0.0] for _ in columns]
     data = [np.asarray(values, dtype=float) for values in columns]
+    packed = _packed_verdicts(data)
     rng = np.random.default_rng(seed)
     means = [np.empty(samples) for _ in data]
     rows = max(1, BOOTSTRAP_BLOCK_VALUES // n)
     for start in range(0, samples, rows):
         indices = rng.integers(0, n, size=(min(rows, samples - start), n))
-        for column, out in zip(data, means):
-            out[start:start + len(indices)] = column[indices].mean(axis=1)
+        block = slice(start, start + len(indices))
+        if packed is None:
+            for column, out in zip(data, means):
+                out[block] = column[indices].mean(axis=1)
+            continue
+        drawn = packed[indices]  # one gather of one byte per index, for every column at once
+        for bit, out in enumerate(means):
+            # a mean of 0.0/1.0 values is an exact count over n: the very numbers .mean() gives
+            out[block] = np.count_nonzero(drawn & np.uint8(1 << bit), axis=1) / n
     result = []
     for out in means:
         low, high = np.percentile(out, [2.5, 97.5])
         result.append([round(float(low), 4), round(float(high), 4)])
     return result
+
+
+def _packed_verdicts(data: list[np.ndarray]) -> np.ndarray | None:
+    """Columns of 0.0/1.0 verdicts packed one bit each into a byte per sample (up to 8 columns), or ``None`` when a
+    column holds anything else: ``bootstrap_cis`` then gathers one byte per drawn index instead of a float per
+    column, and counts."""
+    if len(data) > 8 or not all(bool(((column == 0.0) | (column == 1.0)).all()) for column in data):
+        return None
+    packed = np.zeros(len(data[0]), dtype=np.uint8)
+    for bit, column in enumerate(data):
+        packed |= column.astype(np.uint8) << np.uint8(bit)
+    return packed
 
 
 def group_stats(rows: list[dict[str, Any]], tolerant: bool = False) -> dict[str, Any]:
@@ -75,14 +95,15 @@ def group_stats(rows: list[dict[str, Any]], tolerant: bool = False) -> dict[str,
     for rate in RATES + (tuple(TOLERANT_RATES) if tolerant else ()):
         if rate == "cm_original" and rows and not any(rate in r for r in rows):
             continue  # results written before cm_original existed: not reported rather than 0
-        exact = TOLERANT_RATES.get(rate, rate)
-        values = [1.0 if r.get(rate, r.get(exact)) else 0.0 for r in rows]
+        exact = TOLERANT_RATES.get(rate)
+        values = ([1.0 if r.get(rate) else 0.0 for r in rows] if exact is None else
+                  [1.0 if (r[rate] if rate in r else r.get(exact)) else 0.0 for r in rows])
         stats[rate] = round(sum(values) / n, 4) if n else 0.0
         columns[rate] = values
     stats["ci"] = dict(zip(columns, bootstrap_cis(list(columns.values()))))
-    stats["parse_failure_rate"] = round(sum(not r.get("parsed") for r in rows) / n, 4) if n else 0.0
+    stats["parse_failure_rate"] = round(sum([not r.get("parsed") for r in rows]) / n, 4) if n else 0.0
     for key in ("delta_precision", "delta_recall", "delta_f1"):
-        stats[key] = round(sum(r.get(key, 0.0) for r in rows) / n, 4) if n else 0.0
+        stats[key] = round(sum([r.get(key, 0.0) for r in rows]) / n, 4) if n else 0.0
     return stats
 
 
