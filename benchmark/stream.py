@@ -114,12 +114,13 @@ def check_file(path: Path, check: RecordCheck | None = None, on_bytes: BytesRead
     """Check every line of a JSONL benchmark before a run starts, as ``load`` does (UTF-8, JSON, the record
     schema, repeated ids, ``check``; ``BenchmarkFileError`` at ``file:line``), keeping nothing but the ids;
     returns them in file order; ``on_bytes`` is told the size of each line as it is checked. Lines are decoded by
-    the C decoder here; the strict number and depth rules of ``jsonsafe.loads`` are applied when each record is
-    read for its turn."""
+    orjson where it gives json's values (``jsonsafe.decoded_by_orjson``), else by the C decoder; the strict number
+    and depth rules of ``jsonsafe.loads`` are applied when each record is read for its turn."""
     import json
 
     from envsim.benchmark.state_store import has_refs, resolve, state_folder
     from envsim.benchmark.validation import BenchmarkFileError, _short, checked_problem, parse_line
+    from envsim.jsonsafe import NOT_DECODED, decoded_by_orjson
 
     folder = state_folder(path)
     seen: dict[str, int] = {}
@@ -131,10 +132,12 @@ def check_file(path: Path, check: RecordCheck | None = None, on_bytes: BytesRead
             if not raw.strip():
                 continue
             place = f"{path}:{number}"
-            try:
-                record = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError, RecursionError):
-                record = parse_line(raw, place)  # raises with the precise reason
+            record = decoded_by_orjson(raw)
+            if record is NOT_DECODED:
+                try:
+                    record = json.loads(raw.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError, RecursionError):
+                    record = parse_line(raw, place)  # raises with the precise reason
             if has_refs(record):
                 record = resolve(record, folder)
             problem = checked_problem(record, check)

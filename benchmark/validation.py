@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from envsim.envs.registry import refusal as env_refusal
-from envsim.jsonsafe import MAX_DEPTH, JSONLimitError, loads
+from envsim.jsonsafe import MAX_DEPTH, JSONLimitError, loads_utf8
 from envsim.records import STRATA
 
 
@@ -118,7 +118,7 @@ def parse_line(raw: bytes, place: str) -> Any:
     if not line.strip():
         return _BLANK
     try:
-        return loads(line, max_depth=MAX_DEPTH)
+        return loads_utf8(raw, max_depth=MAX_DEPTH)
     except JSONLimitError as exc:
         raise BenchmarkFileError(f"{place}: {exc}") from None
     except ValueError as exc:

@@ -17,6 +17,11 @@ import sys
 from itertools import accumulate
 from typing import Any, Iterable
 
+try:  # a core dependency; without it (an older environment) json decodes everything, to the same values
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised by monkeypatching _orjson to None
+    _orjson = None
+
 MAX_DEPTH = 200
 
 
@@ -145,6 +150,40 @@ def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
         raise _depth_error(max_depth) from None
     # a value cannot nest deeper than the text has opening brackets: the depth is read only when those are many
     if text.count("[") + text.count("{") > max_depth and text_depth(text) > max_depth:
+        raise _depth_error(max_depth)
+    return value
+
+
+#: What ``decoded_by_orjson`` returns when orjson did not decode the text (the caller decodes it as before).
+NOT_DECODED = object()
+#: Byte classes for ``decoded_by_orjson``: a digit reads "0", every other byte "x".
+_DIGIT_CLASSES = bytes(48 if 48 <= byte <= 57 else 120 for byte in range(256))
+#: 19 digits in a row: the shortest integer literal orjson may turn into a float (it keeps -2**63 .. 2**64 - 1).
+_LONG_DIGIT_RUN = b"0" * 19
+
+
+def decoded_by_orjson(data: bytes) -> Any:
+    """The value ``json.loads`` gives for the UTF-8 JSON text ``data``, decoded by orjson (about twice as fast), or
+    ``NOT_DECODED`` where orjson refuses the text or could give another value. It refuses NaN and Infinity, numbers
+    that overflow to infinity, lone surrogates, invalid UTF-8, nesting past 1,024 levels and invalid JSON; it reads
+    integers outside 64 bits as floats, so a text with 19 digits in a row (anywhere) is left to json. Otherwise it
+    gives json's values: the same types, key order, floats (both round correctly) and last of duplicate keys (the
+    tests compare the two on generated and hand-picked texts)."""
+    if _orjson is None or _LONG_DIGIT_RUN in data.translate(_DIGIT_CLASSES):
+        return NOT_DECODED
+    try:
+        return _orjson.loads(data)
+    except _orjson.JSONDecodeError:
+        return NOT_DECODED
+
+
+def loads_utf8(data: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
+    """``loads(data.decode("utf-8"))``, with the same value and the same errors, through orjson where
+    ``decoded_by_orjson`` can (the depth is then read off the bytes)."""
+    value = decoded_by_orjson(data)
+    if value is NOT_DECODED:
+        return loads(data.decode("utf-8"), max_depth=max_depth)
+    if data.count(b"[") + data.count(b"{") > max_depth and text_depth(data) > max_depth:
         raise _depth_error(max_depth)
     return value
 

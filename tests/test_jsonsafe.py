@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envsim.jsonsafe import MAX_DEPTH, JSONLimitError, loads, text_depth, too_deep
+from envsim import jsonsafe
+from envsim.jsonsafe import (MAX_DEPTH, NOT_DECODED, JSONLimitError, decoded_by_orjson, loads, loads_utf8,
+                             text_depth, too_deep)
 
 
 def _depth(value):
@@ -52,3 +55,72 @@ def test_loads_still_names_an_over_long_integer_and_refuses_infinity():
         loads('{"x": 1e999}')
     with pytest.raises(json.JSONDecodeError):
         loads('{"x": }')
+
+
+def _identical(a, b) -> bool:
+    """Equal with the same types at every level, the same key order and the same float bits (-0.0 is not 0.0)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_identical(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b))
+    if isinstance(a, float):
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    return a == b
+
+
+def _agrees_with_json(text: str) -> None:
+    """orjson's value, when it gives one, is json's; it never accepts what json refuses."""
+    data = text.encode("utf-8", "surrogatepass")
+    ours = decoded_by_orjson(data)
+    try:
+        expected = json.loads(text)
+    except ValueError:
+        assert ours is NOT_DECODED
+        return
+    assert ours is NOT_DECODED or _identical(ours, expected), (text, ours, expected)
+
+
+_NUMBERS = st.integers() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False) \
+    | st.sampled_from([2**63 - 1, 2**63, 2**64 - 1, 2**64, -2**63, -2**63 - 1, 10**18, -0.0, 5e-324, 1.7976931348623157e308])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | _NUMBERS | _TRICKY | st.text(max_size=6),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TRICKY, inner, max_size=4),
+                    max_leaves=30), st.booleans(), st.sampled_from([None, 1]))
+def test_orjson_gives_json_s_values_for_what_json_writes(value, ascii_only, indent):
+    """Integers past 64 bits (orjson would read a float), lone surrogates, -0.0 and the extreme floats included."""
+    _agrees_with_json(json.dumps(value, ensure_ascii=ascii_only, indent=indent))
+
+
+_PIECES = ['{', '}', '[', ']', ',', ':', ' ', '\n', '"a"', '"a"', '"\\ud800"', '"\\ud83d\\ude00"', '"\x7f"', '"\x00"',
+           '\ufeff', '0', '-0', '1', '01', '-', '.5', '1.', '1e5', '1E+2', '1e400', '-1e400', '1e-400', '0.1e1',
+           '1234567890123456789', '18446744073709551616', '9223372036854775808', 'NaN', 'Infinity', '-Infinity',
+           'true', 'false', 'null', 'True', '"\u00e9"', '"\\u00e9"', '\t']
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=12).map("".join))
+def test_orjson_never_accepts_what_json_refuses_nor_reads_it_otherwise(text):
+    """Texts built from JSON's pieces and near-misses: numbers json reads as infinity, NaN, a BOM, raw control
+    characters, duplicate keys, leading zeros, trailing commas."""
+    _agrees_with_json(text)
+
+
+@pytest.mark.parametrize("text", ['{"a": 1, "a": 2}', '[1e400]', '[NaN]', '{"n": 1' + "0" * 5000 + "}",
+                                  '"\\ud800"', '{"x": }', "[" * 201 + "]" * 201, "[" * 200 + "]" * 200,
+                                  "[" * 1100 + "]" * 1100, '["\u00e9", 18446744073709551616, -0.0]'])
+@pytest.mark.parametrize("with_orjson", [True, False])
+def test_loads_utf8_gives_loads_values_and_errors(text, with_orjson, monkeypatch):
+    if not with_orjson:
+        monkeypatch.setattr(jsonsafe, "_orjson", None)
+    try:
+        expected = loads(text)
+    except ValueError as exc:
+        with pytest.raises(type(exc)) as raised:
+            loads_utf8(text.encode("utf-8", "surrogatepass"))
+        assert str(raised.value) == str(exc)
+    else:
+        assert _identical(loads_utf8(text.encode("utf-8", "surrogatepass")), expected)
