@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,14 +37,37 @@ def test_packed_verdicts_give_the_intervals_of_the_float_means(columns, seed, sa
         report.BOOTSTRAP_BLOCK_VALUES = original
 
 
-def test_only_columns_of_verdicts_are_packed():
-    assert report._packed_verdicts([np.array([0.0, 1.0, 1.0]), np.array([1.0, 1.0, 0.0])]).tolist() == [2, 3, 1]
-    assert report._packed_verdicts([np.array([0.0, 0.5])]) is None              # an F1 column is a float mean
-    assert report._packed_verdicts([np.array([1.0])] * 9) is None                # more columns than bits
-    assert report.bootstrap_cis([[0.0, 0.5, 1.0]], samples=200) == _reference([[0.0, 0.5, 1.0]], 0, 200)
+def test_columns_that_are_not_verdicts_take_the_float_means():
+    """An F1-like column of fractions is resampled as floats, beside verdict columns or alone."""
+    for columns in ([[0.0, 0.5, 1.0]], [[0.0, 1.0, 1.0], [0.25, 0.25, 0.25]]):
+        assert report.bootstrap_cis(columns, samples=200) == _reference(columns, 0, 200)
 
 
-def test_eight_different_verdict_columns_keep_their_own_bits():
+def test_equal_and_constant_verdict_columns_are_not_drawn_again(monkeypatch):
+    """CM, CM-lenient and CM-original agree on most runs: one resampling serves them; all-true and all-false
+    columns need no draw at all (their interval is their value)."""
+    draws = []
+    original = report._bootstrap_means
+    monkeypatch.setattr(report, "_bootstrap_means", lambda *args: draws.append(args[1]) or original(*args))
+    varying = [1.0, 0.0, 1.0, 1.0]
+    columns = [varying, list(varying), [1.0] * 4, [0.0] * 4, list(varying)]
+    assert report.bootstrap_cis(columns, samples=300) == _reference(columns, 0, 300)
+    assert draws == [1]
+    draws.clear()
+    assert report.bootstrap_cis([[1.0] * 4, [0.0] * 4], samples=300) == [[1.0, 1.0], [0.0, 0.0]] and draws == []
+
+
+@pytest.mark.parametrize("count", [8, 9, 17])
+def test_different_verdict_columns_keep_their_own_bits(count):
+    """Eight varying columns share a byte; a ninth starts another."""
     rng = np.random.default_rng(7)
-    columns = [list(rng.integers(0, 2, 64).astype(float)) for _ in range(8)]
+    columns = [list(rng.integers(0, 2, 64).astype(float)) for _ in range(count)]
     assert report.bootstrap_cis(columns, 3, 500) == _reference(columns, 3, 500)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 400, 4_000, 40_000, 2**20 + 1, 2**31 - 1])
+def test_int32_draws_are_the_int64_draws(n):
+    """The bootstrap draws int32 indices: the very values of the int64 draws of the same generator."""
+    wide = np.random.default_rng(0).integers(0, n, size=(3, 1_000))
+    narrow = np.random.default_rng(0).integers(0, n, size=(3, 1_000), dtype=np.int32)
+    assert np.array_equal(wide, narrow)
