@@ -148,10 +148,16 @@ def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
             value = DECODER.decode(text)
     except RecursionError:
         raise _depth_error(max_depth) from None
-    # a value cannot nest deeper than the text has opening brackets: the depth is read only when those are many
-    if text.count("[") + text.count("{") > max_depth and text_depth(text) > max_depth:
+    if nests_deeper(text, max_depth):
         raise _depth_error(max_depth)
     return value
+
+
+def nests_deeper(text: str | bytes, limit: int) -> bool:
+    """Whether a *valid* JSON text (or its UTF-8 bytes) nests deeper than ``limit``: a value cannot nest deeper than
+    the text has opening brackets, so ``text_depth`` is read only when those are many."""
+    opening = ("[", "{") if isinstance(text, str) else (b"[", b"{")
+    return text.count(opening[0]) + text.count(opening[1]) > limit and text_depth(text) > limit
 
 
 #: What ``decoded_by_orjson`` returns when orjson did not decode the text (the caller decodes it as before).
@@ -183,7 +189,7 @@ def loads_utf8(data: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     value = decoded_by_orjson(data)
     if value is NOT_DECODED:
         return loads(data.decode("utf-8"), max_depth=max_depth)
-    if data.count(b"[") + data.count(b"{") > max_depth and text_depth(data) > max_depth:
+    if nests_deeper(data, max_depth):
         raise _depth_error(max_depth)
     return value
 
