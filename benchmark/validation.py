@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from envsim.envs.registry import refusal as env_refusal
-from envsim.jsonsafe import MAX_DEPTH, JSONLimitError, loads_utf8
+from envsim.jsonsafe import MAX_DEPTH, NOT_DECODED, JSONLimitError, decoded_utf8, loads
 from envsim.records import STRATA
 
 
@@ -112,13 +112,19 @@ def parse_line(raw: bytes, place: str) -> Any:
     """One line of a JSONL benchmark file (without its newline) decoded with the strict rules; a blank line is
     ``_BLANK``; raises ``BenchmarkFileError`` naming ``place`` (``file:line``)."""
     try:
+        value = decoded_utf8(raw, max_depth=MAX_DEPTH)  # valid UTF-8 JSON: the text is not decoded on its own
+    except JSONLimitError as exc:
+        raise BenchmarkFileError(f"{place}: {exc}") from None
+    if value is not NOT_DECODED:
+        return value
+    try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BenchmarkFileError(f"{place}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})") from None
     if not line.strip():
         return _BLANK
     try:
-        return loads_utf8(raw, max_depth=MAX_DEPTH)
+        return loads(line, max_depth=MAX_DEPTH)
     except JSONLimitError as exc:
         raise BenchmarkFileError(f"{place}: {exc}") from None
     except ValueError as exc:

@@ -13,6 +13,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import sys
 from itertools import accumulate
 from typing import Any, Iterable
@@ -65,6 +66,9 @@ DECODER = json.JSONDecoder(parse_float=_float, parse_int=_int, parse_constant=_c
 _FAST_DECODER = json.JSONDecoder(parse_float=_float, parse_constant=_constant)
 #: Every byte but the four brackets and the quote (``text_depth`` deletes them).
 _NOT_BRACKETS_OR_QUOTES = bytes(c for c in range(256) if c not in b'[]{}"')
+#: An escape in a JSON string: a backslash and the byte after it (``text_depth`` drops them, reading left to right,
+#: so an escaped quote never ends a string and an escaped backslash before a quote does).
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
 #: A bracket's step in nesting depth, by byte value.
 _BRACKET_STEP = [0] * 256
 for _byte, _step in ((ord("["), 1), (ord("{"), 1), (ord("]"), -1), (ord("}"), -1)):
@@ -90,15 +94,13 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
 
 def text_depth(text: str | bytes) -> int:
     """How deep the containers of a *valid* JSON text (or its UTF-8 bytes) nest, read off its brackets outside its
-    strings, at C speed: a fraction of ``too_deep``'s walk over the decoded value. Escaped backslashes, then escaped
-    quotes are dropped; then every byte but brackets and quotes (a UTF-8 text's other characters never share a byte
-    with them); then pairs of adjacent quotes, which leaves every other byte's side of the quotes as it was; what
+    strings, at C speed: a fraction of ``too_deep``'s walk over the decoded value. Every escape (a backslash and the
+    byte after it, read left to right) is dropped; then every byte but brackets and quotes (a UTF-8 text's other
+    characters never share a byte with them); then pairs of adjacent quotes, which leaves every other byte's side of the quotes as it was; what
     is left between quotes is the brackets inside strings."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if b"\\\\" in data:
-        data = data.replace(b"\\\\", b"")
-    if b'\\"' in data:
-        data = data.replace(b'\\"', b"")
+    if b"\\" in data:
+        data = _ESCAPE.sub(b"", data)
     kept = data.translate(None, _NOT_BRACKETS_OR_QUOTES).replace(b'""', b"")
     if b'"' in kept:
         kept = b"".join(kept.split(b'"')[0::2])
@@ -183,15 +185,77 @@ def decoded_by_orjson(data: bytes) -> Any:
         return NOT_DECODED
 
 
-def loads_utf8(data: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
-    """``loads(data.decode("utf-8"))``, with the same value and the same errors, through orjson where
-    ``decoded_by_orjson`` can (the depth is then read off the bytes)."""
+def decoded_utf8(data: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
+    """The value of the UTF-8 JSON text ``data`` where ``decoded_by_orjson`` gives it, else ``NOT_DECODED`` (the
+    caller decodes as before, for the value or the precise error); raises ``JSONLimitError`` when it nests deeper
+    than ``max_depth``."""
     value = decoded_by_orjson(data)
-    if value is NOT_DECODED:
-        return loads(data.decode("utf-8"), max_depth=max_depth)
-    if nests_deeper(data, max_depth):
+    if value is not NOT_DECODED and data.count(b"[") + data.count(b"{") > max_depth \
+            and not _written_within(value, max_depth) and text_depth(data) > max_depth:
         raise _depth_error(max_depth)
     return value
+
+
+def loads_utf8(data: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
+    """``loads(data.decode("utf-8"))``, with the same value and the same errors, through orjson where
+    ``decoded_by_orjson`` can (``decoded_utf8``)."""
+    value = decoded_utf8(data, max_depth=max_depth)
+    if value is NOT_DECODED:
+        return loads(data.decode("utf-8"), max_depth=max_depth)
+    return value
+
+
+#: The deepest nesting ``orjson.dumps`` writes (``_orjson_nesting_limit``), once probed; empty before.
+_ORJSON_NESTING: list[int | None] = []
+#: Nesting probed up to this depth: an orjson that writes deeper has no limit ``_written_within`` can use.
+_NESTING_PROBE_CAP = 4096
+
+
+def _nested(depth: int, kind: type) -> Any:
+    """``depth`` containers of ``kind`` (list or dict), each inside the last, the innermost empty."""
+    value: Any = kind()
+    for _ in range(depth - 1):
+        value = [value] if kind is list else {"k": value}
+    return value
+
+
+def _orjson_nesting_limit() -> int | None:
+    """The deepest nesting of lists or of objects ``orjson.dumps`` writes (it refuses deeper values with
+    ``JSONEncodeError``: 254 in orjson 3.x), found once by bisection on both kinds (the larger counts); ``None``
+    without orjson or without a limit below ``_NESTING_PROBE_CAP``."""
+    if not _ORJSON_NESTING:
+        limit: int | None = None
+        if _orjson is not None:
+            limits = []
+            for kind in (list, dict):
+                low, high = 0, _NESTING_PROBE_CAP + 1  # writes ``low`` levels; refuses ``high`` (or above the cap)
+                while high - low > 1:
+                    middle = (low + high) // 2
+                    try:
+                        _orjson.dumps(_nested(middle, kind))
+                        low = middle
+                    except _orjson.JSONEncodeError:
+                        high = middle
+                limits.append(low)
+            limit = max(limits) if max(limits) < _NESTING_PROBE_CAP else None
+        _ORJSON_NESTING.append(limit)
+    return _ORJSON_NESTING[0]
+
+
+def _written_within(value: Any, limit: int) -> bool:
+    """A sufficient test, at C speed, that a value of JSON types (as orjson decodes them) nests at most ``limit``
+    deep: wrapped in as many lists as orjson's own nesting limit leaves above ``limit``, ``orjson.dumps`` writes it.
+    ``False`` means "not shown" (deeper, or a value orjson refuses for another reason): the caller then measures."""
+    nesting = _orjson_nesting_limit()
+    if nesting is None or nesting < limit:
+        return False
+    for _ in range(nesting - limit):
+        value = [value]
+    try:
+        _orjson.dumps(value)
+    except _orjson.JSONEncodeError:
+        return False
+    return True
 
 
 def dumps_line(value: Any, **options: Any) -> str:

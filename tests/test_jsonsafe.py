@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envsim import jsonsafe
-from envsim.jsonsafe import (MAX_DEPTH, NOT_DECODED, JSONLimitError, decoded_by_orjson, loads, loads_utf8,
-                             text_depth, too_deep)
+from envsim.jsonsafe import (MAX_DEPTH, NOT_DECODED, JSONLimitError, decoded_by_orjson, decoded_utf8, loads,
+                             loads_utf8, text_depth, too_deep)
 
 
 def _depth(value):
@@ -41,11 +41,73 @@ def test_text_depth_is_the_nesting_of_the_decoded_value(value, ascii_only, inden
 def test_loads_refuses_one_level_past_the_limit_whatever_the_strings_hold(depth):
     noise = {"code": 'x = "[[[{{{" + "\\"]]]}}}\\\\"' * 40, "list": [[1, 2]] * 150}  # many brackets, in strings too
     text = json.dumps({**noise, "deep": json.loads("[" * (depth - 1) + "]" * (depth - 1))})
+    data = text.encode("utf-8")
+    assert decoded_by_orjson(data) is not NOT_DECODED  # the orjson path is the one tested beside loads
     if depth > MAX_DEPTH:
-        with pytest.raises(JSONLimitError, match="deeper than 200"):
-            loads(text)
+        for decode in (loads, lambda _: loads_utf8(data), lambda _: decoded_utf8(data)):
+            with pytest.raises(JSONLimitError, match="deeper than 200"):
+                decode(text)
     else:
-        assert loads(text)["code"] == noise["code"]
+        assert loads(text)["code"] == loads_utf8(data)["code"] == decoded_utf8(data)["code"] == noise["code"]
+
+
+@st.composite
+def _nested_values(draw, depth):
+    """A value nesting exactly ``depth`` deep: a chain of lists and objects (each level's kind drawn), the innermost
+    empty or holding a scalar, with shallow siblings along the chain."""
+    inner = draw(st.sampled_from([[], {}, [0], {"x": None}, ["]]]"]]))
+    value, level = inner, _depth(inner)
+    while level < depth:
+        sibling = draw(st.sampled_from([None, 1, "[[{", [[]], {"a": [1]}]))
+        shape = draw(st.integers(0, 3))
+        value = [[value], [sibling, value], {"k": value}, {"s": sibling, "k": value}][shape]
+        level = 1 + max(level, _depth(sibling) if shape % 2 else 0)  # a sibling may nest deeper than a short chain
+    assert _depth(value) == depth
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(MAX_DEPTH - 3, MAX_DEPTH + 3).flatmap(_nested_values))
+def test_written_within_shows_a_value_within_the_limit_and_never_one_past_it(value):
+    """orjson's own nesting limit, probed once, answers "within" for every value that is; for a deeper one it never
+    does (the caller then reads the depth off the text)."""
+    assert jsonsafe._written_within(value, MAX_DEPTH) == (_depth(value) <= MAX_DEPTH)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES, st.integers(0, 5))
+def test_written_within_agrees_with_the_depth_at_small_limits(value, limit):
+    """Exact for every value orjson decodes (what the shortcut is used on); never "within" for one past the limit,
+    whatever orjson refuses to write (a lone surrogate)."""
+    if jsonsafe._written_within(value, limit):
+        assert _depth(value) <= limit
+    decoded = decoded_by_orjson(json.dumps(value).encode("ascii"))
+    if decoded is not NOT_DECODED:
+        assert jsonsafe._written_within(decoded, limit) == (_depth(decoded) <= limit)
+
+
+def test_orjson_nesting_limit_is_where_orjson_stops_writing():
+    limit = jsonsafe._orjson_nesting_limit()
+    assert limit is not None and limit >= MAX_DEPTH
+    import orjson
+
+    written = []
+    for kind in (list, dict):
+        with pytest.raises(orjson.JSONEncodeError):
+            orjson.dumps(jsonsafe._nested(limit + 1, kind))
+        try:
+            written.append(orjson.dumps(jsonsafe._nested(limit, kind)))
+        except orjson.JSONEncodeError:
+            pass
+    assert written
+
+
+def test_without_orjson_nothing_is_shown_within_and_the_text_decides(monkeypatch):
+    monkeypatch.setattr(jsonsafe, "_orjson", None)
+    monkeypatch.setattr(jsonsafe, "_ORJSON_NESTING", [])
+    assert jsonsafe._orjson_nesting_limit() is None
+    assert not jsonsafe._written_within([1], 5)
+    assert decoded_utf8(b"[" * 201 + b"]" * 201) is NOT_DECODED
 
 
 def test_loads_still_names_an_over_long_integer_and_refuses_infinity():

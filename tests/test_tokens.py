@@ -208,3 +208,13 @@ def test_kept_system_counts_stay_bounded():
         assert counter.chat([{"role": "system", "content": f"rule {i}"}]) == counter.count(
             qwen_chat_text([{"role": "system", "content": f"rule {i}"}]))
     assert len(counter._system_counts) <= tokens.SYSTEM_COUNTS_KEPT
+
+
+def test_a_part_new_to_the_counter_that_repeats_within_one_text_is_counted_and_kept_once():
+    counter = tokens.QwenBPE()
+    text = "start, repeated part, other, repeated part, repeated part, end"
+    assert counter.count(text) == len(_package_tokenizer().encode(text))
+    assert counter._segment_counts.keys() == {"repeated part", "other"}
+    assert counter._segment_chars == len("repeated part") + len("other")
+    assert counter.count(text) == len(_package_tokenizer().encode(text))     # again, every middle part kept
+
