@@ -4,12 +4,19 @@ the other could not tell a 5 % change from the noise).
 
     git worktree add /tmp/other COMMIT && python -m venv /tmp/other-venv && /tmp/other-venv/bin/pip install -e /tmp/other
     python benchmarks/eval_cpu_pairs.py --other /tmp/other-venv/bin/python [--samples 1600] [--pairs 6]
+                                        [--records FILE] [--other-figure MS]
 
 Each pair starts both commands together against one table server (``table_server.py``; the oracle's answers after
 a line of prose), each pinned to one CPU, the two swapping CPUs every pair; the server takes whatever CPU is left.
 Both see the same machine for the same seconds, so their CPU ratio keeps little of the drift. Printed: each pair's
-CPU (``os.wait4``: user + system of the command) and ratio (this checkout's over the other's), then the median
-ratio and its range. One unmeasured run of each first byte-compiles what they import. Linux only (CPU pinning).
+CPU (``os.wait4``: user + system of the command) and ratio (this checkout's over the other's), the same for CPU per
+sample after start-up (the CPU of ``envsim eval --help``, run as a pair just before, subtracted: the figure
+``eval_overhead.py`` reports), then the medians and ranges. One unmeasured run of each first byte-compiles what they
+import. Linux only (CPU pinning).
+
+``--other-figure MS``: a CPU per sample after start-up the other checkout once measured, e.g. the figure an issue
+was filed with, on a day the machine ran at another speed. The script then also prints this checkout's figure
+scaled by the median per-sample ratio: an estimate of what it would have measured that day, labelled as one.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from child_usage import child_environment  # noqa: E402 - sibling modules of this script
@@ -61,6 +69,10 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--records", default="v1", help=RECORDS_HELP)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--other-figure", type=float, default=None, metavar="MS",
+                        help="a CPU per sample after start-up the other checkout once measured (e.g. an issue's figure "
+                             "from a day the machine ran at another speed): also print this checkout's figure scaled "
+                             "by the median ratio, labelled an estimate")
     args = parser.parse_args()
     if len(os.sched_getaffinity(0)) < 2:
         raise SystemExit("two CPUs are needed: one per command")
@@ -79,17 +91,33 @@ def main() -> None:
         for label, python in pythons.items():  # not measured: byte-compiles what a run imports
             warm = start(python, 0, eval_args(base_url, bench, tmp / f"warm-{label}", args.concurrency), logs[label])
             finish(warm, label, logs[label])
-        ratios = []
+        ratios, sample_ratios = [], []
         for pair in range(args.pairs):
             cpus = {"this": pair % 2, "other": 1 - pair % 2}
-            running = {label: start(python, cpus[label], eval_args(base_url, bench, tmp / label, args.concurrency),
-                                    logs[label]) for label, python in pythons.items()}
-            cpu = {label: finish(process, label, logs[label]) for label, process in running.items()}
+            startup = run_pair(pythons, cpus, lambda label: ["eval", "--help"], logs)
+            cpu = run_pair(pythons, cpus, lambda label: eval_args(base_url, bench, tmp / label, args.concurrency), logs)
             ratios.append(cpu["this"] / cpu["other"])
-            print(f"pair {pair + 1}: this {cpu['this']:.2f} s CPU (cpu {cpus['this']}), other {cpu['other']:.2f} s "
-                  f"(cpu {cpus['other']}), ratio {ratios[-1]:.3f}", flush=True)
+            per_sample = {label: 1000 * (cpu[label] - startup[label]) / args.samples for label in pythons}
+            sample_ratios.append(per_sample["this"] / per_sample["other"])
+            print(f"pair {pair + 1}: this {cpu['this']:.2f} s CPU (cpu {cpus['this']}; {per_sample['this']:.2f} ms per "
+                  f"sample after start-up), other {cpu['other']:.2f} s (cpu {cpus['other']}; "
+                  f"{per_sample['other']:.2f} ms), ratio {ratios[-1]:.3f} ({sample_ratios[-1]:.3f} per sample after "
+                  "start-up)", flush=True)
+    middle = statistics.median(sample_ratios)
     print(f"this / other, {args.samples} samples, {args.pairs} pairs: median {statistics.median(ratios):.3f}, "
-          f"range {min(ratios):.3f}-{max(ratios):.3f}")
+          f"range {min(ratios):.3f}-{max(ratios):.3f}; per sample after start-up: median {middle:.3f}, "
+          f"range {min(sample_ratios):.3f}-{max(sample_ratios):.3f}")
+    if args.other_figure is not None:
+        print(f"estimate: where the other checkout measured {args.other_figure:.2f} ms per sample after start-up, this "
+              f"one would measure {args.other_figure * middle:.2f} ms ({args.other_figure * min(sample_ratios):.2f}-"
+              f"{args.other_figure * max(sample_ratios):.2f}), scaled by the median ratio")
+
+
+def run_pair(pythons: dict[str, str], cpus: dict[str, int], args_of: Callable[[str], list[str]],
+             logs: dict[str, Path]) -> dict[str, float]:
+    """CPU seconds of ``envsim ARGS`` (``args_of(label)``) run by both Pythons at once, each pinned to its CPU."""
+    running = {label: start(python, cpus[label], args_of(label), logs[label]) for label, python in pythons.items()}
+    return {label: finish(process, label, logs[label]) for label, process in running.items()}
 
 
 if __name__ == "__main__":
