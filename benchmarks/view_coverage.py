@@ -31,7 +31,7 @@ import jsonpointer
 from envsim.delta import canonical_json
 from envsim.envs.views import View, compute_view, trace_call, traced, traced_env, unwrap
 from envsim.envs.views.analysis import ReadNeeds
-from envsim.envs.views.oracle import record_schema, view_of, view_oracle_answer
+from envsim.envs.views.oracle import view_of, view_oracle_answer
 from envsim.envs.views.view import build_view
 from envsim.evaluation.prompts import build_messages
 from envsim.tokens import chat_tokens, get_tokenizer
