@@ -96,8 +96,8 @@ def text_depth(text: str | bytes) -> int:
     """How deep the containers of a *valid* JSON text (or its UTF-8 bytes) nest, read off its brackets outside its
     strings, at C speed: a fraction of ``too_deep``'s walk over the decoded value. Every escape (a backslash and the
     byte after it, read left to right) is dropped; then every byte but brackets and quotes (a UTF-8 text's other
-    characters never share a byte with them); then pairs of adjacent quotes, which leaves every other byte's side of the quotes as it was; what
-    is left between quotes is the brackets inside strings."""
+    characters never share a byte with them); then pairs of adjacent quotes, which leaves every other byte's side of
+    the quotes as it was; what is left between quotes is the brackets inside strings."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if b"\\" in data:
         data = _ESCAPE.sub(b"", data)
