@@ -122,6 +122,10 @@ def count_values(value: Any, limit: int) -> int:
     return count
 
 
+#: ``nests_deeper``'s default: no decoded value given.
+NOT_GIVEN = object()
+
+
 def _depth_error(limit: int) -> JSONLimitError:
     return JSONLimitError(f"JSON nested deeper than {limit} levels")
 
@@ -155,11 +159,13 @@ def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
     return value
 
 
-def nests_deeper(text: str | bytes, limit: int) -> bool:
+def nests_deeper(text: str | bytes, limit: int, value: Any = NOT_GIVEN) -> bool:
     """Whether a *valid* JSON text (or its UTF-8 bytes) nests deeper than ``limit``: a value cannot nest deeper than
-    the text has opening brackets, so ``text_depth`` is read only when those are many."""
+    the text has opening brackets, so the depth is measured only when those are many; given the text's decoded
+    ``value`` (as orjson decodes it), ``_written_within`` may show it within the limit before ``text_depth`` is read."""
     opening = ("[", "{") if isinstance(text, str) else (b"[", b"{")
-    return text.count(opening[0]) + text.count(opening[1]) > limit and text_depth(text) > limit
+    return text.count(opening[0]) + text.count(opening[1]) > limit \
+        and not (value is not NOT_GIVEN and _written_within(value, limit)) and text_depth(text) > limit
 
 
 #: What ``decoded_by_orjson`` returns when orjson did not decode the text (the caller decodes it as before).
@@ -190,8 +196,7 @@ def decoded_utf8(data: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     caller decodes as before, for the value or the precise error); raises ``JSONLimitError`` when it nests deeper
     than ``max_depth``."""
     value = decoded_by_orjson(data)
-    if value is not NOT_DECODED and data.count(b"[") + data.count(b"{") > max_depth \
-            and not _written_within(value, max_depth) and text_depth(data) > max_depth:
+    if value is not NOT_DECODED and nests_deeper(data, max_depth, value):
         raise _depth_error(max_depth)
     return value
 
