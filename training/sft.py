@@ -56,6 +56,7 @@ class SFTSettings:
     lora_rank: int = 16             # lora: adapter rank on every linear layer
     freeze_layers: int = 2          # freeze: how many of the last layers train (the rest stay fixed)
     gradient_checkpointing: bool = True
+    logging_steps: int = 10         # 1 on CPU: a step there takes minutes, and progress is read from the log
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -80,7 +81,7 @@ def llamafactory_config(settings: SFTSettings, deepspeed_path: Path | None) -> d
         "overwrite_cache": True,
         "preprocessing_num_workers": 4,
         "output_dir": str(settings.output_dir),
-        "logging_steps": 10,
+        "logging_steps": settings.logging_steps,
         "save_strategy": "epoch",
         "plot_loss": True,
         "overwrite_output_dir": True,
@@ -151,6 +152,18 @@ def launch_command(config_path: Path, gpus: int, layout: NodeLayout | None = Non
     else:
         env = {"FORCE_TORCHRUN": "1", "NPROC_PER_NODE": str(gpus)} if gpus > 1 else {}
     return ["llamafactory-cli", "train", str(config_path)], env
+
+
+def thread_env(threads: int | None, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Thread settings for the trainer: ``threads`` when given; else one thread on a machine of at most two
+    cores (where torch's default of one thread per core was measured 4-10x slower beside any other job,
+    docs/real-model.md); else nothing. A thread count the user already exported wins over the default."""
+    environ = dict(os.environ) if environ is None else environ
+    if threads is None:
+        if (os.cpu_count() or 1) > 2 or "OMP_NUM_THREADS" in environ:
+            return {}
+        threads = 1
+    return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
 
 
 def find_launcher() -> str | None:

@@ -40,13 +40,16 @@ from envsim.cli.launch_options import TRAIN_INSTALL, RunFiles, launch, node_head
               help="Trainable last layers (--finetuning freeze).")
 @click.option("--no-gradient-checkpointing", is_flag=True,
               help="Keep activations instead of recomputing them (faster; more memory: fine for small models).")
+@click.option("--threads", type=int, default=None,
+              help="CPU threads of the trainer (OMP_NUM_THREADS); default: 1 on a machine of at most 2 cores, "
+                   "else torch's default. An exported OMP_NUM_THREADS wins over the default.")
 @click.option("--dry-run", is_flag=True,
               help="Write and print the config files and print the command instead of launching.")
 def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus: int | None, nnodes: int | None,
             node_rank: int | None, master_addr: str | None, master_port: int | None, template: str,
             learning_rate: float, epochs: float, cutoff_len: int, effective_batch: int, max_steps: int | None,
             no_bf16: bool, finetuning: str, lora_rank: int, freeze_layers: int, no_gradient_checkpointing: bool,
-            dry_run: bool) -> None:
+            threads: int | None, dry_run: bool) -> None:
     """Write the LLaMA-Factory YAML (+ ZeRO-3 JSON) and launch SFT (full-parameter by default; on one or several nodes:
     run the same command on every node, e.g. with srun).
 
@@ -54,7 +57,9 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
     command created are removed again (kept when RUN/checkpoints has content) and the command exits with
     its code."""
     from envsim.training.launch import format_env
-    from envsim.training.sft import SFTSettings, find_launcher, launch_command, write_sft_files
+    from envsim.training.serve import cuda_available
+    from envsim.training.sft import SFTSettings, find_launcher, launch_command, thread_env, write_sft_files
+    from envsim.training.sft_progress import LOG_NAME, ProgressFollower
 
     layout = resolve_nodes(nnodes, node_rank, master_addr, master_port, gpus)
     gpus = layout.gpus_per_node
@@ -75,13 +80,15 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
                            learning_rate=learning_rate, epochs=epochs, cutoff_len=cutoff_len,
                            effective_batch=effective_batch, bf16=not no_bf16, max_steps=max_steps,
                            finetuning=finetuning, lora_rank=lora_rank, freeze_layers=freeze_layers,
-                           gradient_checkpointing=not no_gradient_checkpointing)
+                           gradient_checkpointing=not no_gradient_checkpointing,
+                           logging_steps=10 if cuda_available() else 1)
     if not dry_run and find_launcher() is None:
         raise click.ClickException(f"llamafactory-cli not found: install LLaMA-Factory ({TRAIN_INSTALL}; "
                                    "see docs/training.md) or use --dry-run")
     run = RunFiles.snapshot(run_dir, run_dir / "checkpoints")
     config_path, ds_path = write_sft_files(settings, run_dir)
     command, extra_env = launch_command(config_path, gpus, layout)
+    extra_env = {**thread_env(threads), **extra_env}
     if dry_run:
         click.echo(f"# {config_path}\n{config_path.read_text()}")
         if ds_path is not None:
@@ -94,4 +101,6 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
         return
     if layout.multi_node:
         click.echo(f"{node_header(layout)[2:]}: {format_env(extra_env)} {shlex.join(command)}", err=True)
-    launch(command, extra_env, "llamafactory-cli", run, [config_path, ds_path])
+    samples_per_step = settings.per_device_batch * settings.gradient_accumulation * gpus * layout.nnodes
+    with ProgressFollower(settings.output_dir / LOG_NAME, samples_per_step, lambda line: click.echo(line, err=True)):
+        launch(command, extra_env, "llamafactory-cli", run, [config_path, ds_path])
