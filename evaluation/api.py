@@ -26,7 +26,8 @@ def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tie
              limit: int | None = None, ids: str | Path | None = None, prompt_mode: str = "mdp",
              prompt_version: str | None = None,
              tokenizer: str | None = None, temperature: float = 0.0, max_tokens: int = 2048,
-             extra: dict[str, Any] | None = None, concurrency: int = 8, timeout: float = 120.0, max_retries: int = 4,
+             extra: dict[str, Any] | None = None, response_format: str = "free", concurrency: int = 8,
+             timeout: float = 120.0, max_retries: int = 4,
              max_response_bytes: int = 4 * 1024 * 1024, base_url: str | Sequence[str] | None = None,
              base_url_file: str | Path | None = None, api_key: str | None = None, preflight: bool = True,
              min_scored: MinScored | int | str = 1, runs_root: str | Path = "runs", run_dir: str | Path | None = None,
@@ -35,8 +36,9 @@ def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tie
              echo_err: Printer | None = None) -> EvalSummary:
     """Evaluate ``model`` (an endpoint's model name, or the baselines ``"null"`` / ``"oracle"``) and return
     its summary; keywords mirror ``envsim eval``'s options (``tokenizer`` = ``--tokenizer``, ``extra`` =
-    ``--extra`` as a dict). ``echo``/``echo_err`` receive the console lines (default: silent); progress
-    follows ``ENVSIM_PROGRESS``. Raises ``EvalStopped`` (and subclasses) when nothing was run."""
+    ``--extra`` as a dict, ``response_format`` = ``--response-format``: ``"free"`` or ``"json-schema"``).
+    ``echo``/``echo_err`` receive the console lines (default: silent); progress follows ``ENVSIM_PROGRESS``.
+    Raises ``EvalStopped`` (and subclasses) when nothing was run."""
     from envsim.evaluation.single_run import run_split
     from envsim.evaluation.tiers import check_requirements, tier_plan, tiers_of_split
 
@@ -49,6 +51,7 @@ def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tie
                           tier=tier, limit=limit, ids=str(ids) if ids is not None else None,
                           prompt_mode=prompt_mode, prompt_version=prompt_version,
                           tokenizer_dir=tokenizer, temperature=temperature, max_tokens=max_tokens, extra=extra or {},
+                          response_format=response_format,
                           concurrency=concurrency, timeout=timeout, max_retries=max_retries,
                           max_response_bytes=max_response_bytes, base_urls=urls,
                           base_url_file=Path(base_url_file) if base_url_file else None, api_key=api_key,

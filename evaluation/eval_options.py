@@ -65,6 +65,7 @@ class EvalOptions:
     temperature: float = 0.0
     max_tokens: int = 2048
     extra: dict[str, Any] = field(default_factory=dict)
+    response_format: str = "free"  # evaluation/answer_schema.py: "free" or "json-schema"
     concurrency: int = 8
     timeout: float = 120.0
     max_retries: int = 4
@@ -86,6 +87,7 @@ class EvalOptions:
 
     def check(self) -> None:
         """Raise ``InvalidOption`` for a value no run can use (before anything is loaded or sent)."""
+        from envsim.evaluation.answer_schema import RESPONSE_FORMATS
         from envsim.evaluation.prompts import PROMPT_MODES, PROMPT_VERSIONS
 
         positive = {"--limit": self.limit, "--concurrency": self.concurrency, "--max-tokens": self.max_tokens,
@@ -112,3 +114,16 @@ class EvalOptions:
             raise InvalidOption("--track", f"{self.track!r} is not 'single' or 'rollout'")
         if not isinstance(self.extra, dict):
             raise InvalidOption("--extra", "must be a JSON object")
+        if self.response_format not in RESPONSE_FORMATS:
+            raise InvalidOption("--response-format",
+                                f"{self.response_format!r} is not one of {', '.join(RESPONSE_FORMATS)}")
+        if self.response_format != "free" and "response_format" in self.extra:
+            raise InvalidOption("--response-format", "--extra already sets response_format; give only one of them")
+
+    def request_extra(self) -> dict[str, Any]:
+        """The extra fields of every request: ``--extra`` plus the ``response_format`` of ``--response-format``."""
+        from envsim.evaluation.answer_schema import request_fields
+        from envsim.evaluation.prompts import default_prompt_version
+
+        version = self.prompt_version or default_prompt_version(self.benchmark, self.prompt_mode)
+        return request_fields(self.extra, self.response_format, self.prompt_mode, version)

@@ -53,7 +53,12 @@ class FakeOpenAIServer(LocalHTTPServer):
     * ``missing`` - 404 "model does not exist"; ``locked`` - 401 "incorrect API key";
     * ``agent`` - a tool-calling agent (three calls of argument-free tools, then a plain answer);
     * ``corrupt`` - always a patch that does not apply; ``corrupt-once`` - that on the first try of
-      every prompt, then the oracle.
+      every prompt, then the oracle;
+    * ``no-schema`` - HTTP 400 to any request with a ``response_format`` (an endpoint without structured
+      output), else the oracle.
+
+    Every request's ``response_format`` (``None`` when absent) is kept in ``response_formats``; with one, answers
+    are the bare JSON (as decoding under a schema gives), without prose or fence.
 
     Prompts of records it was not given (simulated episodes) are parsed back into state and action.
     """
@@ -67,6 +72,7 @@ class FakeOpenAIServer(LocalHTTPServer):
         self.calls: dict[str, int] = defaultdict(int)
         self.auth_headers: set[str] = set()  # every Authorization header received
         self.system_prompts: set[str] = set()  # every system message received (which prompt version was sent)
+        self.response_formats: list[Any] = []  # every request's response_format (None: the field was absent)
         self.oracle_cache: dict[str, str] = {}
         self.lock = threading.Lock()
         server = self
@@ -109,9 +115,11 @@ class FakeOpenAIServer(LocalHTTPServer):
         prompt = body["messages"][-1]["content"]
         self.system_prompts.update(m["content"] for m in body["messages"] if m.get("role") == "system")
         record = self.by_prompt.get(prompt) or record_from_prompt(prompt)
+        structured = body.get("response_format")
         with self.lock:
             self.calls[prompt] += 1
             attempt = self.calls[prompt]
+            self.response_formats.append(structured)
         if self.latency:
             time.sleep(self.latency)
         if model == "down":
@@ -120,6 +128,9 @@ class FakeOpenAIServer(LocalHTTPServer):
             return 404, {"error": {"message": f"The model `{model}` does not exist.", "type": "NotFoundError"}}
         if model == "locked":
             return 401, {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error"}}
+        if model == "no-schema" and structured is not None:
+            return 400, {"error": {"message": "response_format json_schema is not supported by this server",
+                                   "type": "BadRequestError"}}
         if model == "flaky" and attempt <= 2:
             return (429, {"error": {"message": "slow down"}}) if attempt == 1 else (500, {"error": {"message": "oops"}})
         if model == "slow":
@@ -140,6 +151,8 @@ class FakeOpenAIServer(LocalHTTPServer):
         elif model == "truncated":
             full = self.oracle(prompt, record)
             text = full[: len(full) // 2]
+        elif structured is not None:
+            text = self.oracle(prompt, record)
         else:
             text = "Let me trace the code first.\n```json\n" + self.oracle(prompt, record) + "\n```"
         return 200, self._completion(model, prompt, text)

@@ -13,6 +13,9 @@ Two checks, in order:
    the HTTP status and the server's error message (or the connection error and the URL).
 
 A fleet (several ``--base-url``) passes when at least one endpoint answers; the others are named.
+With ``--response-format json-schema`` the probe carries the run's ``response_format`` field; an endpoint that
+refuses the request (HTTP 400, 415, 422 or 501: no structured output there) fails the preflight with a message
+naming ``--response-format``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from envsim.evaluation.runner import RetryPolicy
 BASELINES = ("null", "oracle", "executor")
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 PREFLIGHT_RETRIES = 2
+#: HTTP statuses of an endpoint that refuses a request field it does not support (here: ``response_format``).
+REFUSED_STATUSES = (400, 415, 422, 501)
 
 
 class PreflightFailed(RuntimeError):
@@ -43,6 +48,7 @@ class EndpointCheck:
     ok: bool
     detail: str
     latency_s: float | None = None
+    status: int | None = None  # the HTTP status of a refused probe
 
 
 def default_url() -> str:
@@ -75,7 +81,8 @@ async def probe_endpoint(url: str, provider: Any, policy: RetryPolicy) -> Endpoi
             if transient and attempt <= PREFLIGHT_RETRIES:
                 await asyncio.sleep(policy.delay(attempt))
                 continue
-            return EndpointCheck(url, False, describe_error(exc, url, policy.timeout))
+            return EndpointCheck(url, False, describe_error(exc, url, policy.timeout),
+                                 status=getattr(exc, "status_code", None))
 
 
 def endpoints_of(provider: Any, urls: Sequence[str]) -> list[tuple[str, Any]]:
@@ -86,8 +93,10 @@ def endpoints_of(provider: Any, urls: Sequence[str]) -> list[tuple[str, Any]]:
     return [(urls[0] if urls else default_url(), provider)]
 
 
-async def run_preflight(provider: Any, urls: Sequence[str], policy: RetryPolicy) -> list[EndpointCheck]:
-    """Probe every endpoint concurrently; raise ``PreflightFailed`` when none answers.
+async def run_preflight(provider: Any, urls: Sequence[str], policy: RetryPolicy,
+                        response_format: str = "free") -> list[EndpointCheck]:
+    """Probe every endpoint concurrently; raise ``PreflightFailed`` when none answers (naming
+    ``--response-format`` when a ``json-schema`` probe was refused).
 
     Providers without a ``probe`` (the built-in baselines) pass without a request."""
     targets = [(url, member) for url, member in endpoints_of(provider, urls) if hasattr(member, "probe")]
@@ -96,20 +105,26 @@ async def run_preflight(provider: Any, urls: Sequence[str], policy: RetryPolicy)
     checks = list(await asyncio.gather(*(probe_endpoint(url, member, policy) for url, member in targets)))
     if not any(check.ok for check in checks):
         details = "; ".join(check.detail for check in checks)
+        if response_format != "free" and any(check.status in REFUSED_STATUSES for check in checks):
+            raise PreflightFailed(
+                f"preflight failed, no sample was sent: the endpoint refused the request with --response-format "
+                f"{response_format} ({details}). It does not accept a response_format with a JSON schema: run with "
+                "--response-format free, or serve the model with structured output (vLLM guided decoding, the "
+                "llama.cpp server).")
         raise PreflightFailed(f"preflight failed, no sample was sent: {details}. Check --model, --base-url and "
                               "the API key (--api-key / OPENAI_API_KEY), or skip this check with --no-preflight.")
     return checks
 
 
-def preflight(model: str, provider: Any, urls: Sequence[str], api_key: str | None, policy: RetryPolicy
-              ) -> list[EndpointCheck]:
+def preflight(model: str, provider: Any, urls: Sequence[str], api_key: str | None, policy: RetryPolicy,
+              response_format: str = "free") -> list[EndpointCheck]:
     """Both checks, from synchronous code (the probe clients are closed afterwards, so the run's
-    event loop starts with fresh connections)."""
+    event loop starts with fresh connections); ``response_format``: the run's ``--response-format``."""
     check_credentials(model, urls, api_key)
 
     async def probe_and_close() -> list[EndpointCheck]:
         try:
-            return await run_preflight(provider, urls, policy)
+            return await run_preflight(provider, urls, policy, response_format)
         finally:
             for _url, member in endpoints_of(provider, urls):
                 reset = getattr(member, "reset_client", None)

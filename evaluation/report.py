@@ -159,6 +159,7 @@ def summarize(results: Iterable[dict[str, Any]], config: dict[str, Any]) -> dict
         "split": config.get("split"),
         "prompt_mode": config.get("prompt_mode"),
         "prompt_version": config.get("prompt_version"),
+        "response_format": config.get("response_format", "free"),
         "config_hash": config.get("config_hash"),
         "samples": len(rows),
         "scored": len(scored),
@@ -290,7 +291,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
     """The run report as Markdown: header, unscored samples (if any), then the tables."""
     overall = summary["overall"]
     head = (f"# EnvSim evaluation: {summary['model']}\n\nbenchmark `{summary['benchmark']}` split "
-            f"`{summary['split']}`, prompt `{summary['prompt_mode']}` v{summary['prompt_version']}; "
+            f"`{summary['split']}`, prompt `{summary['prompt_mode']}` v{summary['prompt_version']}"
+            f"{', answers under the JSON Schema' if summary.get('response_format') == 'json-schema' else ''}; "
             f"{summary['scored']} scored, {summary['infra_failures']} infrastructure failures "
             f"(not counted as wrong), parse failures {_figure(overall, 'parse_failure_rate', '.1%')}.\n")
     parts = [head, *_unscored_section(summary), markdown_table("Overall", {"all": overall}, keep_empty=True)]

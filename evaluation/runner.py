@@ -197,6 +197,7 @@ class EvalConfig:
     temperature: float = 0.0
     max_tokens: int = 2048
     extra_body: dict[str, Any] = field(default_factory=dict)
+    response_format: str = "free"  # --response-format (evaluation/answer_schema.py)
     limit: int | None = None
     ids_sha256: str | None = None  # the id list a run was restricted to (``--ids``; sorted ids, hashed)
     track: str = "single"
@@ -206,12 +207,14 @@ class EvalConfig:
 
     def digest(self) -> str:
         """Hash of the settings that change results (not concurrency, timeouts or retries). Fields added
-        later count only when set, so run directories written before them keep their hash."""
-        data = {k: v for k, v in asdict(self).items() if not (k in ADDED_LATER and v is None)}
+        later count only when they differ from their default, so run directories written before them keep their
+        hash (and read as holding that default)."""
+        data = {k: v for k, v in asdict(self).items() if not (k in ADDED_LATER and v == ADDED_LATER[k])}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-ADDED_LATER = ("rollout_version", "ids_sha256")
+#: Fields added to ``EvalConfig`` after run directories were written, with the value a directory without them holds.
+ADDED_LATER: dict[str, Any] = {"rollout_version": None, "ids_sha256": None, "response_format": "free"}
 ROLLOUT_VERSION = 2
 
 
@@ -263,7 +266,8 @@ def _prepare_locked(run_dir: Path, config: EvalConfig) -> None:
         except json.JSONDecodeError:
             existing = {}
         if existing.get("config_hash") != payload["config_hash"]:
-            changed = sorted(k for k in payload if existing.get(k) != payload[k] and k != "config_hash")
+            changed = sorted(k for k in payload
+                             if existing.get(k, ADDED_LATER.get(k)) != payload[k] and k != "config_hash")
             raise RunConfigMismatch(
                 f"{run_dir} holds a run with other settings ({', '.join(changed) or 'unknown'}); "
                 "use another --run-dir or --overwrite")

@@ -50,7 +50,7 @@ def provider_for(options: EvalOptions, urls: list[str]) -> Any:
 
     return make_endpoint_provider(options.model, urls, log=lambda text: options.echo_err(f"warning: {text}"),
                                   temperature=options.temperature, max_tokens=options.max_tokens,
-                                  timeout=options.timeout, extra_body=options.extra,
+                                  timeout=options.timeout, extra_body=options.request_extra(),
                                   max_response_bytes=options.max_response_bytes, api_key=options.api_key)
 
 
@@ -68,19 +68,20 @@ def run_preflight(options: EvalOptions, urls: list[str], provider: Any | None = 
 
     try:
         checks = preflight(options.model, provider or provider_for(options, urls), urls, options.api_key,
-                           retry_policy(options))
+                           retry_policy(options), options.response_format)
     except PreflightFailed as exc:
         raise PreflightStopped(str(exc)) from None
     announce(checks, options.echo_err)
 
 
 def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) -> Path:
-    """``RUNS_ROOT/<model>-<benchmark>-<split>-<mode>[-pV][-nN][-rollout]``."""
+    """``RUNS_ROOT/<model>-<benchmark>-<split>-<mode>[-pV][-json-schema][-nN][-rollout]``."""
     from envsim.evaluation.prompts import default_prompt_version
 
     return options.runs_root / slug(
         f"{options.model}-{bench_name}-{options.split}-{options.prompt_mode}"
         + (f"-p{prompt_version}" if prompt_version != default_prompt_version(options.benchmark, options.prompt_mode) else "")
+        + ("-json-schema" if options.response_format == "json-schema" else "")
         + (f"-{Path(options.ids).stem}" if options.ids else "") + (f"-n{options.limit}" if options.limit else "")
         + ("-rollout" if options.track == "rollout" else ""))
 
@@ -142,7 +143,8 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
     config = EvalConfig(model=options.model, benchmark=options.benchmark, split=options.split,
                         benchmark_sha256=digest, prompt_mode=options.prompt_mode, prompt_version=prompt_version,
                         base_url=base_url, temperature=options.temperature, max_tokens=options.max_tokens,
-                        extra_body=options.extra, limit=options.limit, ids_sha256=ids_digest, track=options.track,
+                        extra_body=options.extra, response_format=options.response_format, limit=options.limit,
+                        ids_sha256=ids_digest, track=options.track,
                         horizon=options.horizon if rollout else 0, episodes=options.episodes if rollout else 0,
                         rollout_version=ROLLOUT_VERSION if rollout else None)
     run_dir = options.run_dir or default_run_dir(options, bench_name, prompt_version)

@@ -176,6 +176,7 @@ def run_tiers(plan: dict[str, dict[str, Any]], options: EvalOptions) -> EvalSumm
 
     base = Path(options.run_dir or options.runs_root / slug(  # named by what was asked: a re-run resumes it
         f"{options.model}-{options.benchmark}-{'+'.join(plan) if len(plan) < 4 else 'tiers'}-{options.prompt_mode}"
+        + ("-json-schema" if options.response_format == "json-schema" else "")
         + (f"-n{options.limit}" if options.limit else "")))
     plan, not_run = runnable_tiers(plan, options)
     for line in not_run_lines(not_run):  # left out: said first, and again under the table
@@ -235,7 +236,8 @@ def _run_chained(options: EvalOptions) -> EvalSummary:
                         benchmark_sha256=file_digest(options.benchmark, options.split),
                         prompt_mode=options.prompt_mode, prompt_version=prompt_version,
                         base_url=",".join(sorted(urls)) or None, temperature=options.temperature,
-                        max_tokens=options.max_tokens, extra_body=options.extra, limit=options.limit, track="chained")
+                        max_tokens=options.max_tokens, extra_body=options.extra,
+                        response_format=options.response_format, limit=options.limit, track="chained")
     if options.overwrite and run_dir.exists():
         shutil.rmtree(run_dir)
     try:

@@ -11,6 +11,7 @@ import click
 from envsim.cli.env_module_option import env_module_option
 from envsim.cli.tau_path_option import tau_path_option
 from envsim.cli.eval_outcome import MinScoredType, exit_if_too_few
+from envsim.evaluation.answer_schema import RESPONSE_FORMATS
 from envsim.evaluation.eval_options import MinScored
 from envsim.evaluation.prompts import PROMPT_MODES, PROMPT_VERSIONS
 from envsim.progress import progress_option
@@ -63,6 +64,11 @@ from envsim.progress import progress_option
               help="Answer token limit per request; reasoning models need room for their thinking (v2: 4096+).")
 @click.option("--extra", "extra_json", default=None,
               help='Extra request fields as JSON, e.g. \'{"response_format": {"type": "json_object"}}\'.')
+@click.option("--response-format", type=click.Choice(list(RESPONSE_FORMATS)), default="free", show_default=True,
+              help="free: no response_format field (the model writes its answer as it likes; it is parsed "
+                   "tolerantly). json-schema: every request asks the endpoint to decode under the answer's JSON "
+                   "Schema (observation + RFC 6902 patch; llama.cpp, vLLM and OpenAI accept it); an endpoint that "
+                   "refuses it fails the preflight. Part of the run's settings: a run is resumed only with the same.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--timeout", type=click.FloatRange(min=0.0, min_open=True), default=120.0, show_default=True,
               help="Seconds per request.")

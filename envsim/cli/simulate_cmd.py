@@ -10,16 +10,18 @@ import click
 
 from envsim.cli.env_module_option import env_module_option, trust_command_line_env
 from envsim.cli.tau_path_option import tau_path_option
+from envsim.evaluation.answer_schema import RESPONSE_FORMATS
 from envsim.progress import progress_option
 
 
-def _preflight(simulator: str, provider: object, urls: list[str], api_key: str | None, policy: object) -> None:
+def _preflight(simulator: str, provider: object, urls: list[str], api_key: str | None, policy: object,
+               response_format: str) -> None:
     """``evaluation.preflight`` for the simulator: a line per endpoint on stderr; a failure stops the command
     (exit 1) before any episode starts and before --out is touched."""
     from envsim.evaluation.preflight import PreflightFailed, announce, preflight
 
     try:
-        checks = preflight(simulator, provider, urls, api_key, policy)
+        checks = preflight(simulator, provider, urls, api_key, policy, response_format)
     except PreflightFailed as exc:
         raise click.ClickException(str(exc).replace("Check --model,", "Check --simulator,")) from None
     announce(checks, lambda line: click.echo(line, err=True))
@@ -48,6 +50,10 @@ def _preflight(simulator: str, provider: object, urls: list[str], api_key: str |
 @click.option("--prompt-version", type=click.Choice(["1", "2", "3"]), default=None,
               help="Prompt version sent to the simulator: the one its SFT data was written with ('envsim train "
                    "data' writes 2; 3 with mdp-view).  [default: 2, 3 for mdp-view]")
+@click.option("--response-format", type=click.Choice(list(RESPONSE_FORMATS)), default="free", show_default=True,
+              help="As 'envsim eval --response-format': json-schema asks the simulator's endpoint to decode every "
+                   "answer under the answer's JSON Schema (observation + RFC 6902 patch); free sends no "
+                   "response_format.")
 @click.option("--max-attempts", type=int, default=3, show_default=True,
               help="Simulator attempts per step before the fallback policy (error observation, state unchanged).")
 @click.option("--price-in", type=float, default=0.0, show_default=True, help="Price per 1M prompt tokens.")
@@ -70,7 +76,8 @@ def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, 
                  agent_base_url: str | None, episodes: int, steps: int, seed: int, shadow: bool, prompt_mode: str,
                  max_attempts: int, price_in: float, price_out: float, out: Path,
                  base_url_file: Path | None = None, prompt_version: str | None = None, api_key: str | None = None,
-                 preflight: bool = True, max_fallback_rate: float = 0.0, include_fallbacks: bool = False) -> None:
+                 preflight: bool = True, max_fallback_rate: float = 0.0, include_fallbacks: bool = False,
+                 response_format: str = "free") -> None:
     """Write trajectories (ShareGPT with tool calls), per-step records, costs and (shadow) a drift report.
 
     Exit codes (as 'envsim eval'): 0 done within --max-fallback-rate; 1 stopped before the run (unknown
@@ -79,6 +86,7 @@ def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, 
     from envsim.cli.eval_cmd import endpoint_urls, make_endpoint_provider
     from envsim.cli.eval_outcome import EXIT_TOO_FEW_SCORED, top_reasons
     from envsim.envs.registry import UnknownEnvironment, get_env
+    from envsim.evaluation.answer_schema import request_fields
     from envsim.evaluation.runner import RetryPolicy
     from envsim.evaluation.prompts import default_prompt_version
     from envsim.simulation.simulate import simulate, unknown_simulator_hint
@@ -95,9 +103,10 @@ def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, 
     hint = unknown_simulator_hint(simulator, urls)
     if hint:
         raise click.ClickException(hint)
-    provider = make_endpoint_provider(simulator, urls, api_key=api_key)
+    provider = make_endpoint_provider(simulator, urls, api_key=api_key,
+                                      extra_body=request_fields({}, response_format, prompt_mode, prompt_version))
     if preflight:
-        _preflight(simulator, provider, urls, api_key, RetryPolicy())
+        _preflight(simulator, provider, urls, api_key, RetryPolicy(), response_format)
     run = asyncio.run(simulate(classes, provider, out, episodes=episodes, steps=steps, seed=seed, agent=agent,
                                agent_base_url=agent_base_url, shadow=shadow, prompt_mode=prompt_mode,
                                prompt_version=prompt_version, max_attempts=max_attempts, price_in=price_in,
