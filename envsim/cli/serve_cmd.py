@@ -1,12 +1,19 @@
-"""``envsim serve``: an OpenAI-compatible endpoint for a local model (vLLM on GPU, transformers on CPU)."""
+"""``envsim serve``: an OpenAI-compatible endpoint for a local model (vLLM on GPU; llama.cpp or transformers
+on CPU)."""
 
 from __future__ import annotations
 
+import functools
 import signal
 import time
 from typing import Any
 
 import click
+
+# Kept in step with envsim.training.serve / gguf_convert (imported lazily: `envsim --help` stays fast);
+# tests/training/test_llama_cpp_serve.py checks they agree.
+BACKENDS = ("auto", "vllm", "llama.cpp", "transformers")
+QUANTIZE_CHOICES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k_m", "q5_k_m", "q6_k")
 
 
 def _interrupt(_signum: int, _frame: Any) -> None:
@@ -15,22 +22,38 @@ def _interrupt(_signum: int, _frame: Any) -> None:
 
 
 @click.command("serve")
-@click.option("--model", required=True, help="Local model directory (e.g. an SFT checkpoint).")
-@click.option("--backend", type=click.Choice(["auto", "vllm", "transformers"]), default="auto", show_default=True,
-              help="auto: vLLM when it is installed and a GPU is visible, else transformers serve.")
+@click.option("--model", required=True,
+              help="Local model directory (e.g. an SFT checkpoint); for llama.cpp also a .gguf file.")
+@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True,
+              help="auto: vLLM when it is installed and a GPU is visible, else llama.cpp when llama-cpp-python is "
+                   "installed (the [cpu-serve] extra), else transformers serve.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8000, show_default=True)
-@click.option("--ready-timeout", type=float, default=600.0, show_default=True, help="Seconds to wait for readiness.")
+@click.option("--ready-timeout", type=float, default=600.0, show_default=True,
+              help="Seconds to wait for readiness (after any GGUF conversion).")
 @click.option("--log", "log_path", default=None, help="Write the server's output to this file.")
-def serve_cmd(model: str, backend: str, host: str, port: int, ready_timeout: float, log_path: str | None) -> None:
-    """Start the server, wait until it answers, print the base URL; Ctrl-C (SIGINT) or SIGTERM stops it cleanly."""
+@click.option("--quantize", type=click.Choice(QUANTIZE_CHOICES), default="f16", show_default=True,
+              help="llama.cpp: the GGUF type a checkpoint directory is converted to (cached; a .gguf file is "
+                   "served as it is).")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="llama.cpp: CPU threads [default: 1 with at most 2 CPUs, else half the CPUs, at most 16].")
+@click.option("--ctx", type=click.IntRange(min=256), default=4096, show_default=True,
+              help="llama.cpp: context length in tokens (prompt + answer).")
+def serve_cmd(model: str, backend: str, host: str, port: int, ready_timeout: float, log_path: str | None,
+              quantize: str, threads: int | None, ctx: int) -> None:
+    """Start the server, wait until it answers, print the base URL; Ctrl-C (SIGINT) or SIGTERM stops it cleanly.
+
+    With llama.cpp a checkpoint directory is first converted to GGUF (progress lines go to stderr, so the first
+    line on stdout is still "serving ...")."""
     from envsim.training.serve import start_server
 
+    start = functools.partial(start_server, threads=threads, quantize=quantize, ctx=ctx,
+                              progress=lambda line: click.echo(line, err=True))
     # A server started in the background inherits SIGINT ignored (non-interactive shells do that) and SIGTERM
     # would end this process without stopping the server it started in its own session: both stop it here.
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        _serve_until_stopped(start_server, model, backend, host, port, ready_timeout, log_path)
+        _serve_until_stopped(start, model, backend, host, port, ready_timeout, log_path)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
