@@ -51,6 +51,13 @@ class EndpointCheck:
     status: int | None = None  # the HTTP status of a refused probe
 
 
+def refused_format(check: EndpointCheck) -> bool:
+    """Whether a failed probe was the endpoint refusing the ``response_format`` field: a refusal status, or a
+    server error that names the field (llama-cpp-python's own server answers OpenAI's ``json_schema`` type with
+    HTTP 500 and a validation error naming ``response_format``)."""
+    return check.status in REFUSED_STATUSES or (check.status == 500 and "response_format" in check.detail)
+
+
 def default_url() -> str:
     """The endpoint the OpenAI SDK uses when no base URL is given."""
     return os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
@@ -105,7 +112,7 @@ async def run_preflight(provider: Any, urls: Sequence[str], policy: RetryPolicy,
     checks = list(await asyncio.gather(*(probe_endpoint(url, member, policy) for url, member in targets)))
     if not any(check.ok for check in checks):
         details = "; ".join(check.detail for check in checks)
-        if response_format != "free" and any(check.status in REFUSED_STATUSES for check in checks):
+        if response_format != "free" and any(refused_format(check) for check in checks):
             raise PreflightFailed(
                 f"preflight failed, no sample was sent: the endpoint refused the request with --response-format "
                 f"{response_format} ({details}). It does not accept a response_format with a JSON schema: run with "

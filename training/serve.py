@@ -59,9 +59,10 @@ def default_threads(cpus: int | None = None) -> int:
 
 def llama_cpp_command(gguf: str, host: str, port: int, name: str, *, threads: int | None = None,
                       ctx: int = DEFAULT_CTX) -> list[str]:
-    """llama-cpp-python's OpenAI-compatible server on ``gguf``, answering as ``name``, with a prompt cache."""
+    """llama-cpp-python's OpenAI-compatible server on ``gguf``, answering as ``name``, with a prompt cache
+    (run through ``llama_cpp_server``, which also takes OpenAI's ``json_schema`` response format)."""
     threads = threads or default_threads()
-    return [sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", name, "--host", host,
+    return [sys.executable, "-m", "envsim.training.llama_cpp_server", "--model", gguf, "--model_alias", name, "--host", host,
             "--port", str(port), "--n_threads", str(threads), "--n_threads_batch", str(threads), "--n_ctx", str(ctx),
             "--cache", "true", "--logits_all", "false"]
 

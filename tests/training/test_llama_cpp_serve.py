@@ -44,7 +44,7 @@ def cache(monkeypatch, tmp_path) -> Path:
 
 def test_llama_cpp_command_serves_the_gguf_under_the_given_name_with_prompt_cache():
     command = serve.serve_command("/c/m.gguf", "llama.cpp", "127.0.0.1", 8123, "runs/ckpt", threads=3, ctx=2048)
-    assert command[:3] == [sys.executable, "-m", "llama_cpp.server"]
+    assert command[:3] == [sys.executable, "-m", "envsim.training.llama_cpp_server"]
     options = dict(zip(command[3::2], command[4::2]))
     assert options == {"--model": "/c/m.gguf", "--model_alias": "runs/ckpt", "--host": "127.0.0.1", "--port": "8123",
                        "--n_threads": "3", "--n_threads_batch": "3", "--n_ctx": "2048", "--cache": "true",

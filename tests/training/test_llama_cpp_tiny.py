@@ -103,7 +103,7 @@ def llama_cpp_server(tiny_checkpoint, tiny_gguf, tmp_path_factory) -> Iterator[s
 
     log = tmp_path_factory.mktemp("server") / "server.log"
     server = start_server(str(tiny_checkpoint), backend="llama.cpp", port=free_port(), ready_timeout=120,
-                          log_path=str(log), threads=1, ctx=2048)
+                          log_path=str(log), threads=1, ctx=8192)
     try:
         yield server.base_url
     finally:
@@ -174,3 +174,26 @@ def test_envsim_serve_llama_cpp_prints_progress_on_stderr_and_serving_first_on_s
         os.killpg(serve.pid, signal.SIGINT)
         assert serve.wait(60) == 0
     assert (tmp_path / "stderr").read_text() == f"cached: {tiny_gguf}\n"
+
+
+def test_envsim_eval_scores_five_samples_with_json_schema_answers(llama_cpp_server, tiny_checkpoint, tmp_path):
+    """``--response-format json-schema`` against llama.cpp: every answer is decoded under the answer's schema, so
+    each one is the start of a JSON object (the untrained tiny model writes no such thing unconstrained) and
+    parses whenever it ended before the token cap; all five are scored, none is an infrastructure failure."""
+    from click.testing import CliRunner
+
+    from envsim.cli import main
+
+    run = tmp_path / "eval"
+    result = CliRunner().invoke(main, ["eval", "--model", str(tiny_checkpoint), "--base-url", llama_cpp_server,
+                                       "--ids", "v1_test_smollm2_2048", "--limit", "5", "--prompt-mode", "mdp-view",
+                                       "--prompt-version", "3", "--max-tokens", "96", "--concurrency", "1",
+                                       "--timeout", "300", "--response-format", "json-schema", "--run-dir", str(run)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["scored"] == 5 and summary["infra_failures"] == 0
+    assert json.loads((run / "config.json").read_text())["response_format"] == "json-schema"
+    rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    for row in rows:
+        assert row["answer"].lstrip().startswith("{"), row["answer"][:200]
+        assert row["parsed"] or row["completion_tokens"] >= 96, row

@@ -1,0 +1,89 @@
+"""llama-cpp-python's OpenAI-compatible server, accepting OpenAI's ``json_schema`` response format.
+
+llama-cpp-python 0.3.x validates ``response_format.type`` as ``text`` or ``json_object`` (a ``schema`` beside
+``json_object`` constrains decoding to that schema) and answers OpenAI's ``{"type": "json_schema",
+"json_schema": {"schema": ...}}`` with HTTP 500. ``envsim serve --backend llama.cpp`` runs this module instead
+of ``python -m llama_cpp.server``: chat requests are rewritten to llama-cpp-python's form before its app reads
+them, so a client sends the one standard field to vLLM, OpenAI and llama.cpp alike. Every flag of
+``python -m llama_cpp.server`` is accepted (its own argument parser builds the settings).
+
+    python -m envsim.training.llama_cpp_server --model M.gguf --n_threads 1 --port 8000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Awaitable, Callable
+
+Message = dict[str, Any]
+ASGIApp = Callable[[Message, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
+
+
+def translated_body(raw: bytes) -> bytes:
+    """``raw`` with an OpenAI ``json_schema`` response format turned into llama-cpp-python's ``json_object`` +
+    ``schema``; any other body (not JSON, no such field) unchanged."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return raw
+    fmt = body.get("response_format") if isinstance(body, dict) else None
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        return raw
+    spec = fmt.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    body["response_format"] = {"type": "json_object", **({"schema": schema} if isinstance(schema, dict) else {})}
+    return json.dumps(body).encode()
+
+
+class JsonSchemaFormat:
+    """ASGI middleware: chat-completion request bodies pass through ``translated_body``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Message, receive: Callable[[], Awaitable[Message]],
+                       send: Callable[[Message], Awaitable[None]]) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "POST" or \
+                not str(scope.get("path", "")).endswith("/chat/completions"):
+            await self.app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message.get("type") != "http.request":  # the client went away: nothing to answer
+                return
+            chunks.append(message.get("body", b""))
+            more = bool(message.get("more_body"))
+        body = translated_body(b"".join(chunks))
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await self.app({**scope, "headers": headers}, replay, send)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse ``python -m llama_cpp.server``'s flags, build its app, serve it behind ``JsonSchemaFormat``."""
+    import uvicorn
+    from llama_cpp.server.app import create_app
+    from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
+    from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_args_from_model(parser, Settings)
+    args = parser.parse_args(argv)
+    server = parse_model_from_args(ServerSettings, args)
+    app = create_app(server_settings=server, model_settings=[parse_model_from_args(ModelSettings, args)])
+    uvicorn.run(JsonSchemaFormat(app), host=server.host, port=server.port)
+
+
+if __name__ == "__main__":
+    main()
