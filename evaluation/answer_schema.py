@@ -3,8 +3,8 @@ asks an endpoint to decode under it (``envsim eval --response-format json-schema
 
 Every prompt mode and version (``evaluation/prompts.py``) asks for the same answer, ``{"observation": <any JSON>,
 "patch": [RFC 6902 operations]}``; the schema is built per mode and version so that a prompt asking for another
-answer gets its own schema here. It stays small (``{}`` for any JSON value, no ``$ref``, no ``oneOf``) so that
-llama.cpp's json-schema-to-grammar and vLLM's guided decoding accept it.
+answer gets its own schema here. It stays small (``{}`` for any JSON value, no ``$ref``; one ``anyOf`` for the
+three shapes of a patch operation) so that llama.cpp's json-schema-to-grammar and vLLM's guided decoding accept it.
 """
 
 from __future__ import annotations
@@ -18,13 +18,19 @@ RESPONSE_FORMATS: tuple[str, ...] = ("free", "json-schema")
 PATCH_OPS: tuple[str, ...] = ("add", "remove", "replace", "move", "copy", "test")
 SCHEMA_NAME = "simulator_answer"
 
-_PATCH_OPERATION: dict[str, Any] = {
-    "type": "object",
-    "properties": {"op": {"type": "string", "enum": list(PATCH_OPS)}, "path": {"type": "string"},
-                   "from": {"type": "string"}, "value": {}},
-    "required": ["op", "path"],
-    "additionalProperties": False,
-}
+def _operation(ops: list[str], fields: list[str]) -> dict[str, Any]:
+    """One shape of RFC 6902 operation: ``op`` among ``ops`` and exactly ``fields`` beside it, all required."""
+    any_value: dict[str, Any] = {}
+    kinds = {"path": {"type": "string"}, "from": {"type": "string"}, "value": any_value}
+    return {"type": "object", "properties": {"op": {"type": "string", "enum": ops}, **{f: kinds[f] for f in fields}},
+            "required": ["op", *fields], "additionalProperties": False}
+
+
+#: An RFC 6902 operation, by shape: add/replace/test carry a value, remove only a path, move/copy a from.
+#: (A schema that only lists the fields lets a decoder write ``add`` without ``value``: seen zero-shot.)
+_PATCH_OPERATION: dict[str, Any] = {"anyOf": [_operation(["add", "replace", "test"], ["path", "value"]),
+                                              _operation(["remove"], ["path"]),
+                                              _operation(["move", "copy"], ["from", "path"])]}
 
 
 def answer_schema(prompt_mode: str, prompt_version: str) -> dict[str, Any]:
