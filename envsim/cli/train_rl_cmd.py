@@ -1,4 +1,5 @@
-"""``envsim train rl``: GRPO (TRL) with the envsim scorer as reward."""
+"""``envsim train rl``: GRPO (TRL) with the envsim scorer as reward; ``--generator`` picks the CPU loop
+(``training.grpo_cpu``: completions from llama.cpp or torch, only the last layers train)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import click
 
 from envsim.cli.launch_options import TRAIN_INSTALL, RunFiles, launch, missing_train_extras, node_header, node_options, resolve_nodes
+from envsim.training.rewards import RewardWeights
 
 
 @click.command("rl")
@@ -44,13 +46,31 @@ from envsim.cli.launch_options import TRAIN_INSTALL, RunFiles, launch, missing_t
               help="Where to train; auto: CUDA when available, else CPU (fp32, no vLLM).")
 @click.option("--vllm", "vllm_choice", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="Generate with vLLM (colocated); auto: when vLLM is installed and a GPU is used.")
+@click.option("--generator", type=click.Choice(["auto", "llama.cpp", "torch"]), default=None,
+              help="CPU GRPO loop instead of TRL (needs --device cpu): completions from llama.cpp serving the policy "
+                   "(restarted every --sync-every steps) or torch generate; auto: llama.cpp when installed.")
+@click.option("--freeze-layers", type=int, default=4, show_default=True,
+              help="With --generator: only the last N layers (+ final norm) train.")
+@click.option("--sync-every", type=int, default=5, show_default=True,
+              help="With --generator llama.cpp: restart the server on the current policy every N steps.")
+@click.option("--threads", type=int, default=None,
+              help="With --generator: torch threads (default 1 on at most 2 cores, else half the cores).")
+@click.option("--response-format", type=click.Choice(["free", "json-schema"]), default="free", show_default=True,
+              help="With --generator llama.cpp: json-schema asks the server to decode under the answer schema.")
+@click.option("--behaviour-logprobs/--no-behaviour-logprobs", default=True, show_default=True,
+              help="With --generator llama.cpp: on stale steps ask the server for log-probs and weight each token by "
+                   "min(1, pi/pi_behaviour) (costly in llama-cpp-python); off: weight 1.")
+@click.option("--overlap/--no-overlap", default=True, show_default=True,
+              help="With --generator llama.cpp: generate the next step's completions while this step trains.")
 @click.option("--version", default="v1", show_default=True, help="Benchmark version whose held-out envs are refused.")
 @click.option("--dry-run", is_flag=True, help="Write and print the config and print the command instead of launching.")
 def rl_cmd(model: str, records: Path, run_dir: Path, cm_weight: float, fm_weight: float, format_weight: float,
            prompt_mode: str, prompt_version: str, learning_rate: float, num_generations: int,
            per_device_batch: int, gradient_accumulation: int, max_completion_length: int, temperature: float, beta: float, epochs: float,
            max_steps: int | None, gpus: int | None, nnodes: int | None, node_rank: int | None, master_addr: str | None,
-           master_port: int | None, device: str, vllm_choice: str, version: str, dry_run: bool) -> None:
+           master_port: int | None, device: str, vllm_choice: str, version: str, dry_run: bool,
+           generator: str | None = None, freeze_layers: int = 4, sync_every: int = 5, threads: int | None = None,
+           response_format: str = "free", behaviour_logprobs: bool = True, overlap: bool = True) -> None:
     """GRPO (TRL) with the envsim scorer as reward: format validity, FM and CM, weighted.
 
     Nothing is written when the [train] extra is missing; when the run exits non-zero, the config files
@@ -58,11 +78,21 @@ def rl_cmd(model: str, records: Path, run_dir: Path, cm_weight: float, fm_weight
     import importlib.util
 
     from envsim.construction.splits import LeakError
-    from envsim.training.rewards import RewardWeights
     from envsim.training.launch import format_env
     from envsim.training.rl import RLSettings, launch_command, read_records, write_accelerate_config, write_rl_files
     from envsim.training.serve import cuda_available
 
+    if generator is not None:
+        if device == "cuda":
+            raise click.ClickException("--generator runs the CPU GRPO loop: use --device cpu "
+                                       "(or leave --generator out)")
+        _cpu_loop(model, records, run_dir, RewardWeights(cm=cm_weight, fm=fm_weight, format=format_weight),
+                  prompt_mode=prompt_mode, prompt_version=prompt_version, version=version, learning_rate=learning_rate,
+                  num_generations=num_generations, batch=per_device_batch, max_completion_length=max_completion_length,
+                  temperature=temperature, epochs=epochs, max_steps=max_steps, freeze_layers=freeze_layers,
+                  sync_every=sync_every, generator=generator, threads=threads, response_format=response_format,
+                  behaviour_logprobs=behaviour_logprobs, overlap=overlap, dry_run=dry_run)
+        return
     if device == "cpu" and gpus is None:     # Slurm's GPU count is no process count for a CPU run
         gpus = 1
     layout = resolve_nodes(nnodes, node_rank, master_addr, master_port, gpus)
@@ -117,3 +147,42 @@ def rl_cmd(model: str, records: Path, run_dir: Path, cm_weight: float, fm_weight
     if layout.multi_node:
         click.echo(f"{node_header(layout)[2:]}: {shlex.join(command)}", err=True)
     launch(command, extra_env, "GRPO run", run, [config_path, ds_path, node_file])
+
+
+def _cpu_loop(model: str, records: Path, run_dir: Path, weights: Any, *, epochs: float, max_steps: int | None,
+              dry_run: bool, **options: Any) -> None:
+    """``--generator``: the CPU GRPO loop of ``training.grpo_cpu``, in this process (steps: ``--max-steps``, else
+    ``--epochs`` passes over the prompts)."""
+    import importlib.util
+    import json
+    import math
+
+    from envsim.construction.splits import LeakError
+    from envsim.training.grpo_cpu import CPUGRPOSettings, train_grpo_cpu
+    from envsim.training.rl import read_records
+
+    try:
+        prompts = read_records(records, options["version"])
+    except (LeakError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    per_step = max(options["batch"] // max(options["num_generations"], 1), 1)
+    steps = max_steps if max_steps is not None else max(1, math.ceil(epochs * len(prompts) / per_step))
+    settings = CPUGRPOSettings(model=model, records=records.resolve(), output_dir=run_dir.resolve(), weights=weights,
+                               max_steps=steps, **options)
+    try:
+        settings.check()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if dry_run:
+        click.echo(json.dumps(settings.to_json(), indent=2))
+        return
+    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise click.ClickException(f"the CPU GRPO loop needs {', '.join(missing)}: {TRAIN_INSTALL}")
+    click.echo(f"CPU GRPO on {len(prompts)} prompts, {steps} steps; policy -> {settings.output_dir / 'policy'}",
+               err=True)
+    try:
+        summary = train_grpo_cpu(settings, echo=lambda line: click.echo(line, err=True))
+    except (RuntimeError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(summary))
