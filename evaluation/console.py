@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from envsim.evaluation.failure_classes import console_lines as failure_console_lines
+from envsim.evaluation.reuse import reuse_note
 
 TOP_REASONS = 3
 SMALL_N = 10  # groups with fewer samples get their bootstrap interval marked as unreliable
@@ -51,7 +52,7 @@ def infra_lines(unscored: int, total: int, reasons: Mapping[str, int] | list[str
 def format_summary(summary: dict[str, Any], run_dir: Path) -> str:
     """Console summary: overall and per-stratum rates with 95% intervals (``*`` after n: a small group)."""
     lines = [f"{summary['model']} on {summary['benchmark']}/{summary['split']} ({summary['prompt_mode']}): "
-             f"{summary['scored']} scored, {summary['infra_failures']} infrastructure failures"]
+             f"{summary['scored']} scored{reuse_note(summary)}, {summary['infra_failures']} infrastructure failures"]
     if not summary["scored"]:
         return "\n".join(lines + ["no figures: no sample was scored", f"run directory: {run_dir}"])
     tolerant = "fm_json" in summary["overall"].get("ci", {})

@@ -287,6 +287,15 @@ def _unscored_section(summary: dict[str, Any]) -> list[str]:
     return parts
 
 
+def _reused_line(summary: dict[str, Any]) -> str:
+    """The report's line on results a re-run took over from an earlier run (empty when none)."""
+    if not summary.get("reused"):
+        return ""
+    when = summary.get("reused_results_last_written")
+    return (f"\n**{summary['reused']} of these results were reused from an earlier run of this directory"
+            f"{f' (last written {when})' if when else ''}, not scored again; `--overwrite` scores them again.**\n")
+
+
 def render_markdown(summary: dict[str, Any]) -> str:
     """The run report as Markdown: header, unscored samples (if any), then the tables."""
     overall = summary["overall"]
@@ -294,7 +303,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
             f"`{summary['split']}`, prompt `{summary['prompt_mode']}` v{summary['prompt_version']}"
             f"{', answers under the JSON Schema' if summary.get('response_format') == 'json-schema' else ''}; "
             f"{summary['scored']} scored, {summary['infra_failures']} infrastructure failures "
-            f"(not counted as wrong), parse failures {_figure(overall, 'parse_failure_rate', '.1%')}.\n")
+            f"(not counted as wrong), parse failures {_figure(overall, 'parse_failure_rate', '.1%')}.\n"
+            f"{_reused_line(summary)}")
     parts = [head, *_unscored_section(summary), markdown_table("Overall", {"all": overall}, keep_empty=True)]
     if overall["n"]:
         parts += [markdown_table("By stratum", summary["by_stratum"]), markdown_table("By |Δ|", summary["by_delta"]),
@@ -462,6 +472,9 @@ def write_reports(run_dir: Path, sample_ids: Sequence[str] | None = None) -> dic
             pass
     from envsim.evaluation.executor_misses import read_miss_counts
 
+    from envsim.evaluation.reuse import summary_fields
+
+    summary.update(summary_fields(run_dir))          # a re-run that reused results says so (RUN/reuse.json)
     misses = read_miss_counts(run_dir)               # written by envsim eval --model executor
     if misses is not None:
         summary["executor_misses"] = misses

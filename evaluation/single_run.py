@@ -262,11 +262,17 @@ class LazyClassSources:
 def _single(records: Any, provider: Any, config: Any, run_dir: Path, options: EvalOptions,
             token_counter: Any) -> list[str]:
     """Run the one-step samples with a live progress display; the run's sample ids, in benchmark order."""
+    from envsim.evaluation.reuse import EvalInterrupted, announcement, count_reuse, record_reuse
     from envsim.evaluation.runner import run_samples, scored_ids
     from envsim.progress import progress
 
     sources = LazyClassSources() if options.prompt_mode == "full-class" else {}
     already = len(scored_ids(run_dir / "results.jsonl"))
+    reuse = count_reuse(run_dir, len(records), already)
+    record_reuse(run_dir, reuse)
+    said = announcement(reuse)
+    if said:
+        options.echo_err(said)  # first and loudly: a re-run after retraining must not pass old scores off as new
     counts = {"n": 0, "fm": 0, "cm": 0, "infra": 0}
     bar = progress(total=len(records), initial=min(already, len(records)), desc=f"eval {options.model}",
                    unit="sample")
@@ -300,6 +306,9 @@ def _single(records: Any, provider: Any, config: Any, run_dir: Path, options: Ev
         asyncio.run(run_samples(stream(), provider, config, run_dir, concurrency=options.concurrency,
                                 policy=retry_policy(options), tokenizer=token_counter, class_sources=sources,
                                 on_result=on_result, keep_rows=False))
+    except KeyboardInterrupt:
+        bar.close()
+        raise EvalInterrupted(run_dir, len(scored_ids(run_dir / "results.jsonl")), len(records)) from None
     except ValueError as exc:
         from envsim.benchmark.validation import BenchmarkFileError
 

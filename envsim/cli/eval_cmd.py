@@ -96,9 +96,11 @@ def eval_cmd(model: str, base_url: tuple[str, ...], extra_json: str | None, toke
     Exit codes: 0 done (v2 without --tier: every tier whose requirements are met here was run; the tiers left
     out are named on stderr and in RUN/tiers.md); 1 stopped before the run (bad option or benchmark, an
     extra missing for a tier asked for by name or with --tier all, failed preflight); 2 usage error; 3 done,
-    but fewer samples scored than --min-scored (default 1)."""
+    but fewer samples scored than --min-scored (default 1); 130 interrupted (Ctrl-C): the results written are
+    kept and the same command resumes. A re-run that reuses results says so first."""
     from envsim.evaluation.api import evaluate
     from envsim.evaluation.errors import EvalStopped, InvalidOption
+    from envsim.evaluation.reuse import EXIT_INTERRUPTED, EvalInterrupted
 
     try:
         extra = json.loads(extra_json) if extra_json else {}
@@ -113,6 +115,13 @@ def eval_cmd(model: str, base_url: tuple[str, ...], extra_json: str | None, toke
         raise click.BadParameter(exc.message, param_hint=exc.option) from None
     except EvalStopped as exc:
         raise click.ClickException(str(exc)) from None
+    except EvalInterrupted as exc:
+        click.echo(str(exc), err=True)
+        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+    except KeyboardInterrupt:  # before or after the samples (loading, reports): results written are kept
+        click.echo("interrupted: the results already written are kept; run the same command again to resume",
+                   err=True)
+        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     exit_if_too_few(summary, min_scored)
 
 

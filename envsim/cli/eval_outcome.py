@@ -5,7 +5,8 @@ benchmark without ``--tier``: in every tier whose requirements are met here; the
 1 an error stopped it before the run (bad option, missing benchmark, an extra missing for a tier asked for
 by name or with ``--tier all``, failed preflight);
 2 a usage error (click); 3 the run finished but scored fewer samples than ``--min-scored``
-(default: 1, so a run that scored nothing never exits 0; ``--min-scored 0`` turns the check off).
+(default: 1, so a run that scored nothing never exits 0; ``--min-scored 0`` turns the check off);
+130 interrupted (Ctrl-C, SIGINT): the results written so far are kept and the same command resumes.
 Results already written are kept either way.
 """
 
