@@ -13,6 +13,7 @@ runs (``envsim.envs.source_follow``); a tool without any source raises ``ToolSou
 from __future__ import annotations
 
 import ast
+import enum
 import functools
 import hashlib
 import inspect
@@ -90,11 +91,70 @@ def _is_helper_function(obj: Any, home_module: str) -> bool:
 
 
 def _is_constant(obj: Any) -> bool:
-    if isinstance(obj, (str, int, float, bool)) or obj is None:
+    if isinstance(obj, (str, int, float, bool, enum.Enum)) or obj is None:
         return True
     if isinstance(obj, (list, tuple, dict, set, frozenset)):
         return len(repr(obj)) < 2000
     return False
+
+
+def _is_enum_class(obj: Any) -> bool:
+    return inspect.isclass(obj) and issubclass(obj, enum.Enum) and obj is not enum.Enum
+
+
+def constant_source(value: Any) -> str:
+    """``value`` as Python source a reader can parse: ``repr`` for plain values and containers, an Enum member
+    as ``Class.NAME`` (its ``repr``, ``<Class.NAME: 'v'>``, is no Python), a set's items sorted (a set's own
+    order follows string hashing, so it changed with ``PYTHONHASHSEED``)."""
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    if isinstance(value, (set, frozenset)):
+        items = ", ".join(sorted(constant_source(v) for v in value))
+        body = "{" + items + "}" if items else ("set()" if isinstance(value, set) else "")
+        return f"frozenset({body})" if isinstance(value, frozenset) else body
+    if type(value) in (list, tuple):
+        items = [constant_source(v) for v in value]
+        if isinstance(value, tuple):
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return "[" + ", ".join(items) + "]"
+    if type(value) is dict:
+        return "{" + ", ".join(f"{constant_source(k)}: {constant_source(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def _enum_classes_in(value: Any) -> list[type]:
+    """The Enum classes whose members ``value`` holds (at any depth of lists, tuples, sets and dicts)."""
+    if isinstance(value, enum.Enum):
+        return [type(value)]
+    if isinstance(value, dict):
+        return [c for pair in value.items() for item in pair for c in _enum_classes_in(item)]
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [c for item in value for c in _enum_classes_in(item)]
+    return []
+
+
+def _enum_class_source(cls: type) -> str:
+    """The class statement of an Enum: its source, or (none readable) its members written out."""
+    try:
+        return textwrap.dedent(inspect.getsource(cls)).rstrip()
+    except (OSError, TypeError):
+        bases = ", ".join(b.__name__ for b in cls.__bases__)
+        members = "\n".join(f"    {m.name} = {m.value!r}" for m in cls)
+        return f"class {cls.__name__}({bases}):\n{members or '    pass'}"
+
+
+def constants_source(constants: dict[str, Any]) -> str:
+    """The constants block of ``code(a_t)``: the Enum classes the code or its constants use (their class
+    statements), then ``NAME = value`` lines, each sorted by name; every line parses as Python."""
+    classes = {name: value for name, value in constants.items() if _is_enum_class(value)}
+    plain = {name: value for name, value in constants.items() if name not in classes}
+    for value in plain.values():
+        for cls in _enum_classes_in(value):
+            classes.setdefault(cls.__name__, cls)
+    parts = [_enum_class_source(cls) for _, cls in sorted(classes.items())]
+    if plain:
+        parts.append("\n".join(f"{k} = {constant_source(v)}" for k, v in sorted(plain.items())))
+    return "\n\n".join(parts)
 
 
 def _literal_constants(source: str) -> dict[str, Any]:
@@ -160,7 +220,7 @@ def tool_code(cls: type, tool_name: str) -> str:
             value = module_globals.get(ref)
             if _is_helper_function(value, cls.__module__) and ref not in seen_functions:
                 pending.append(("function", ref))
-            elif ref.isupper() and ref in module_globals and _is_constant(value):
+            elif (ref.isupper() and ref in module_globals and _is_constant(value)) or _is_enum_class(value):
                 constants[ref] = value
     parts = []
     for name in seen_methods:
@@ -178,7 +238,7 @@ def tool_code(cls: type, tool_name: str) -> str:
         except (OSError, TypeError):
             continue
     if constants:
-        parts.append("\n".join(f"{k} = {v!r}" for k, v in sorted(constants.items())))
+        parts.append(constants_source(constants))
     return "\n\n".join(parts) + "\n"
 
 
@@ -194,7 +254,7 @@ def _followed_tool_code(cls: type, tool_name: str) -> str:
                                  f"can be read; define the tool in a .py file")
     parts, constants = _follow_functions([start])
     if constants:
-        parts.append("\n".join(f"{k} = {v!r}" for k, v in sorted(constants.items())))
+        parts.append(constants_source(constants))
     return "\n\n".join(parts) + "\n"
 
 
@@ -226,7 +286,7 @@ def _follow_functions(starts: list[Callable[..., Any]], known: list[Callable[...
             value = fn.__globals__.get(ref)
             if _is_helper_function(value, fn.__module__):
                 pending.append(value)
-            elif ref.isupper() and _is_constant(value):
+            elif (ref.isupper() and _is_constant(value)) or _is_enum_class(value):
                 constants[ref] = value
     parts = []
     for fn in [*methods, *functions]:
