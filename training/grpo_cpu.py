@@ -280,18 +280,10 @@ class LlamaCppSync:
 
 
 def resolve_generator(choice: str) -> str:
-    """``auto``: llama.cpp when llama-cpp-python is importable and ``training.serve`` has its backend, else torch."""
-    if choice != "auto":
-        return choice
-    import importlib.util
-    import inspect
-    import typing
+    """``auto``: llama.cpp when llama-cpp-python is importable, else torch."""
+    from envsim.training.serve import llama_cpp_available
 
-    from envsim.training import serve
-
-    has_backend = ("llama.cpp" in typing.get_args(getattr(serve, "Backend", None))
-                   or "threads" in inspect.signature(serve.start_server).parameters)
-    return "llama.cpp" if importlib.util.find_spec("llama_cpp") is not None and has_backend else "torch"
+    return choice if choice != "auto" else ("llama.cpp" if llama_cpp_available() else "torch")
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json",
