@@ -248,8 +248,10 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
             out = work / f"throughput-{backend}.json"
             command = [sys.executable, script, "--backend", backend, "--model", str(model), "--gguf",
                        gguf.stdout.strip().splitlines()[-1], "--prompts", "3", "--new-tokens", "64"]
+            started = time.monotonic()
             with open(out, "w") as handle:
                 code, cpu = wait_measured(subprocess.Popen(command, stdout=handle, stderr=subprocess.DEVNULL, env=env))
+            record_command(work, "throughput", command, code, time.monotonic() - started, cpu)
             if code:
                 say(f"throughput: {backend} exited {code}")
                 return code
@@ -306,12 +308,16 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def phase_cost(work: Path, phase: str) -> dict[str, float]:
-    """Wall and CPU seconds of a phase's commands (servers included), summed over resumed attempts."""
+def phase_cost(work: Path, phase: str) -> dict[str, float | None]:
+    """Wall and CPU seconds of a phase's commands (servers included), summed over resumed attempts; a phase
+    with no command recorded has the wall time of ``phases.json`` and no CPU figure."""
     path = work / "commands.json"
     rows = json.loads(path.read_text()) if path.exists() else []
     mine = [r for r in rows if r["phase"] == phase]
     servers = [r for r in rows if r["phase"] == f"{phase}.server"]
+    if not mine and not servers:
+        times = json.loads((work / "phases.json").read_text()) if (work / "phases.json").exists() else {}
+        return {"wall_s": round(sum(t["wall_s"] for t in times.get(phase, [])), 1), "cpu_s": None}
     return {"wall_s": round(sum(r["wall_s"] for r in (servers or mine)), 1),
             "cpu_s": round(sum(r.get("cpu_s", 0.0) for r in mine + servers), 1)}
 
@@ -356,9 +362,23 @@ def collect_figures(work: Path) -> dict[str, Any]:
     if "grpo" in stages:
         stages["grpo"]["grpo_steps"] = grpo_steps(work)
     throughput_path = work / "throughput.json"
-    return {"subset": SUBSET, "stages": stages,
+    return {"subset": SUBSET, "stages": stages, "sequence": sequence_span(work),
             "phases": {p: phase_cost(work, p) for p in PHASES if phase_cost(work, p)["wall_s"]},
             "throughput": json.loads(throughput_path.read_text()) if throughput_path.exists() else None}
+
+
+def sequence_span(work: Path) -> dict[str, Any] | None:
+    """When the first recorded command started and the last one finished, and the wall and CPU seconds of
+    all of them (the whole sequence, lanes side by side: CPU seconds add up, wall seconds do not)."""
+    path = work / "commands.json"
+    rows = json.loads(path.read_text()) if path.exists() else []
+    if not rows:
+        return None
+    ends = [time.mktime(time.strptime(r["finished"], "%Y-%m-%d %H:%M:%S")) for r in rows]
+    start = min(end - r["wall_s"] for end, r in zip(ends, rows))
+    return {"started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start)),
+            "finished": max(r["finished"] for r in rows), "wall_s": round(max(ends) - start, 1),
+            "cpu_s": round(sum(r.get("cpu_s", 0.0) for r in rows), 1)}
 
 
 def sft_samples(work: Path) -> int | None:
@@ -418,8 +438,13 @@ def table(figures: dict[str, Any]) -> str:
                          f"{row['decode_cpu_ms_per_token']} | {row['prefill_tokens_per_wall_s']} | "
                          f"{row['decode_tokens_per_wall_s']} |")
     lines += ["", "| phase | wall min | CPU min |", "|---|---:|---:|"]
+    if figures.get("sequence"):
+        span = figures["sequence"]
+        lines.append(f"| whole sequence ({span['started']} to {span['finished']}, lanes side by side) | "
+                     f"{span['wall_s'] / 60:.1f} | {span['cpu_s'] / 60:.1f} |")
     for phase, cost in figures["phases"].items():
-        lines.append(f"| {phase} | {cost['wall_s'] / 60:.1f} | {cost['cpu_s'] / 60:.1f} |")
+        cpu = "–" if cost["cpu_s"] is None else f"{cost['cpu_s'] / 60:.1f}"
+        lines.append(f"| {phase} | {cost['wall_s'] / 60:.1f} | {cpu} |")
     return "\n".join(lines)
 
 
