@@ -1,19 +1,11 @@
-"""llama-cpp-python's OpenAI-compatible server, with OpenAI's request semantics.
+"""llama-cpp-python's OpenAI-compatible server, accepting OpenAI's ``json_schema`` response format.
 
-Two differences from OpenAI (and vLLM) were found by running the real server (llama-cpp-python 0.3.36):
-
-* it validates ``response_format.type`` as ``text`` or ``json_object`` (a ``schema`` beside ``json_object``
-  constrains decoding to that schema) and answers OpenAI's ``{"type": "json_schema", "json_schema": {"schema":
-  ...}}`` with HTTP 500;
-* a request that leaves sampling settings out gets llama.cpp's defaults, ``repeat_penalty`` 1.1, ``top_k`` 40,
-  ``top_p`` 0.95 and ``min_p`` 0.05, where OpenAI and vLLM apply none: the repeat penalty changes even greedy
-  answers (a JSON answer repeats keys, quotes and ids by nature) and the others cut the tails of sampled ones
-  (GRPO's completions are then not the policy's own samples).
-
-``envsim serve --backend llama.cpp`` runs this module instead of ``python -m llama_cpp.server``: chat requests
-are rewritten before its app reads them (the json_schema form to llama-cpp-python's, and the neutral value of
-each sampling setting the request leaves out), so a client sends one standard request to vLLM, OpenAI and
-llama.cpp alike. Every flag of ``python -m llama_cpp.server`` is accepted (its own parser builds the settings).
+llama-cpp-python 0.3.x validates ``response_format.type`` as ``text`` or ``json_object`` (a ``schema`` beside
+``json_object`` constrains decoding to that schema) and answers OpenAI's ``{"type": "json_schema",
+"json_schema": {"schema": ...}}`` with HTTP 500. ``envsim serve --backend llama.cpp`` runs this module instead
+of ``python -m llama_cpp.server``: chat requests are rewritten to llama-cpp-python's form before its app reads
+them, so a client sends the one standard field to vLLM, OpenAI and llama.cpp alike. Every flag of
+``python -m llama_cpp.server`` is accepted (its own argument parser builds the settings).
 
     python -m envsim.training.llama_cpp_server --model M.gguf --n_threads 1 --port 8000
 """
@@ -28,30 +20,23 @@ Message = dict[str, Any]
 ASGIApp = Callable[[Message, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 
 
-#: OpenAI's sampling where a request leaves a setting out (no repeat penalty, no top-k, top-p or min-p cut).
-NEUTRAL_SAMPLING: dict[str, float] = {"repeat_penalty": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0}
-
-
 def translated_body(raw: bytes) -> bytes:
     """``raw`` with an OpenAI ``json_schema`` response format turned into llama-cpp-python's ``json_object`` +
-    ``schema`` and ``NEUTRAL_SAMPLING`` for every sampling setting it leaves out; a body that is not a JSON
-    object unchanged."""
+    ``schema``; any other body (not JSON, no such field) unchanged."""
     try:
         body = json.loads(raw)
     except ValueError:
         return raw
-    if not isinstance(body, dict):
+    fmt = body.get("response_format") if isinstance(body, dict) else None
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
         return raw
-    body = {**NEUTRAL_SAMPLING, **body}
-    fmt = body.get("response_format")
-    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
-        spec = fmt.get("json_schema")
-        schema = spec.get("schema") if isinstance(spec, dict) else None
-        body["response_format"] = {"type": "json_object", **({"schema": schema} if isinstance(schema, dict) else {})}
+    spec = fmt.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    body["response_format"] = {"type": "json_object", **({"schema": schema} if isinstance(schema, dict) else {})}
     return json.dumps(body).encode()
 
 
-class OpenAISemantics:
+class JsonSchemaFormat:
     """ASGI middleware: chat-completion request bodies pass through ``translated_body``."""
 
     def __init__(self, app: ASGIApp) -> None:
@@ -86,7 +71,7 @@ class OpenAISemantics:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Parse ``python -m llama_cpp.server``'s flags, build its app, serve it behind ``OpenAISemantics``."""
+    """Parse ``python -m llama_cpp.server``'s flags, build its app, serve it behind ``JsonSchemaFormat``."""
     import uvicorn
     from llama_cpp.server.app import create_app
     from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
@@ -97,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     server = parse_model_from_args(ServerSettings, args)
     app = create_app(server_settings=server, model_settings=[parse_model_from_args(ModelSettings, args)])
-    uvicorn.run(OpenAISemantics(app), host=server.host, port=server.port)
+    uvicorn.run(JsonSchemaFormat(app), host=server.host, port=server.port)
 
 
 if __name__ == "__main__":
