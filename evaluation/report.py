@@ -289,11 +289,10 @@ def _unscored_section(summary: dict[str, Any]) -> list[str]:
 
 def _reused_line(summary: dict[str, Any]) -> str:
     """The report's line on results a re-run took over from an earlier run (empty when none)."""
-    if not summary.get("reused"):
-        return ""
-    when = summary.get("reused_results_last_written")
-    return (f"\n**{summary['reused']} of these results were reused from an earlier run of this directory"
-            f"{f' (last written {when})' if when else ''}, not scored again; `--overwrite` scores them again.**\n")
+    from envsim.evaluation.reuse import reuse_phrase
+
+    phrase = reuse_phrase(summary)
+    return f"\n**Not scored again: {phrase}; `--overwrite` scores them again.**\n" if phrase else ""
 
 
 def render_markdown(summary: dict[str, Any]) -> str:

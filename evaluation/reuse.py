@@ -95,13 +95,19 @@ def summary_fields(run_dir: Path) -> dict[str, Any]:
     return {"reused": reuse["reused"], "reused_results_last_written": reuse.get("last_written")}
 
 
-def reuse_note(summary: dict[str, Any]) -> str:
-    """`` (400 reused from an earlier run of this directory, results last written ...)`` or ``""``."""
+def reuse_phrase(summary: dict[str, Any]) -> str | None:
+    """``400 reused from an earlier run of this directory, results last written ...`` (None when none was)."""
     if not summary.get("reused"):
-        return ""
+        return None
     when = summary.get("reused_results_last_written")
-    return (f" ({summary['reused']} reused from an earlier run of this directory"
-            f"{f', results last written {when}' if when else ''}; --overwrite scores them again)")
+    return (f"{summary['reused']} reused from an earlier run of this directory"
+            f"{f', results last written {when}' if when else ''}")
+
+
+def reuse_note(summary: dict[str, Any]) -> str:
+    """The console's `` (400 reused from ...; --overwrite scores them again)`` after the scored count, or ``""``."""
+    phrase = reuse_phrase(summary)
+    return f" ({phrase}; --overwrite scores them again)" if phrase else ""
 
 
 class EvalInterrupted(Exception):

@@ -30,7 +30,7 @@ def test_a_rerun_says_it_reused_every_result_before_anything_else(tmp_path):
     assert "5 scored (5 reused from an earlier run of this directory" in second.output
     summary = json.loads((run / "summary.json").read_text())
     assert summary["reused"] == 5 and summary["reused_results_last_written"].endswith("UTC")
-    assert "**5 of these results were reused from an earlier run" in (run / "report.md").read_text()
+    assert "**Not scored again: 5 reused from an earlier run of this directory" in (run / "report.md").read_text()
     third = run_null(run, "--overwrite")
     assert "already scored in" not in third.output
     assert "reused" not in json.loads((run / "summary.json").read_text())
