@@ -146,4 +146,5 @@ def test_killed_run_resumes_only_missing_samples(tmp_path, small_benchmark, smal
     rows = [json.loads(l) for l in results.read_text().splitlines()]
     assert len(rows) == len(small_records) and len({r["id"] for r in rows}) == len(small_records)
     resumed = json.loads((run_dir / "summary.json").read_text())
+    assert resumed.pop("reused") == len(first) and resumed.pop("reused_results_last_written").endswith(" UTC")
     assert _strip(resumed) == _strip(reference)
