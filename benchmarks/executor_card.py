@@ -4,6 +4,8 @@ Run the executor over every shipped track first (docs/executor.md), then:
 
     python benchmarks/executor_card.py --v1 runs/executor-v1 --v2 runs/executor-v2 --tau runs/executor-v2-view \
         --write
+    python benchmarks/executor_card.py --names v1.1,v2.1 --v1 runs/executor-v1.1 --v2 runs/executor-v2.1 \
+        --tau runs/executor-v2.1-view --write
 
 prints the per-track table (n, FM, CM, misses by cause) and, with ``--write``, rewrites
 ``benchmark/v1/executor_misses.json`` and ``benchmark/v2/executor_misses.json``: every miss with its cause, the
@@ -131,10 +133,13 @@ def main() -> None:
     parser.add_argument("--tau", type=Path, required=True, help="tiers directory of the executor on v2 tau (mdp-view)")
     parser.add_argument("--write", action="store_true", help="write benchmark/<v>/executor_misses.json")
     parser.add_argument("--card", action="store_true", help="print the data cards' executor sections instead")
+    parser.add_argument("--names", default="v1,v2",
+                        help="the two benchmark versions the runs are of: v1,v2 or the point releases v1.1,v2.1")
     args = parser.parse_args()
-    cards = {"v1": {"test": track_entry(args.v1)},
-             "v2": {**{t: track_entry(args.v2 / t) for t in ("core", "extreme", "long_state", "chained", "bfcl")},
-                    "tau": track_entry(args.tau / "tau")}}
+    first, second = args.names.split(",")
+    cards = {first: {"test": track_entry(args.v1)},
+             second: {**{t: track_entry(args.v2 / t) for t in ("core", "extreme", "long_state", "chained", "bfcl")},
+                      "tau": track_entry(args.tau / "tau")}}
     for version, tracks in cards.items():
         print(card_section(version, tracks) if args.card else f"## {version}\n\n{table(tracks)}\n")
         if args.write:

@@ -18,6 +18,7 @@ Versions (``version=``; the same information in each, answers in the same format
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal, Sequence
 
 PROMPT_VERSION = "1"
@@ -86,8 +87,8 @@ def default_prompt_version(benchmark: str | None, mode: str | None = None) -> st
     exists from version 3 on, so that mode gets ``"3"`` whatever the benchmark."""
     if mode == "mdp-view":
         return VIEW_PROMPT_VERSION
-    name = str(benchmark or "")
-    if name.startswith("v") and name[1:].isdigit() and int(name[1:]) >= 2:
+    release = re.fullmatch(r"v(\d+)(?:\.\d+)?", str(benchmark or ""))  # v2, and its point releases (v2.1)
+    if release and int(release.group(1)) >= 2:
         return LATEST_PROMPT_VERSION
     return PROMPT_VERSION
 

@@ -127,8 +127,8 @@ def benchmark_tiers(benchmark: str) -> dict[str, dict[str, Any]]:
     """The tiers of a shipped benchmark whose files exist (``{}`` for a file or an untiered benchmark)."""
     from envsim.benchmark import BENCHMARK_DIR
 
-    if Path(benchmark).suffix or "/" in benchmark:
-        return {}
+    if "/" in benchmark or Path(benchmark).suffix in (".jsonl", ".json") or not (BENCHMARK_DIR / benchmark).is_dir():
+        return {}  # a file, not a shipped benchmark (a point release's name, v2.1, has a dot too)
     build = BENCHMARK_DIR / benchmark / "build.json"
     try:
         tiers = json.loads(build.read_text()).get("tiers", {})

@@ -23,6 +23,13 @@ TRACKS = [  # (benchmark, track as the card names it, tier, prompt mode)
     ("v2", "chained", "chained", "mdp"),
     ("v2", "bfcl", "bfcl", "mdp"),
     ("v2", "tau", "tau", "mdp-view"),
+    ("v1.1", "test", None, "mdp"),
+    ("v2.1", "core", "core", "mdp"),
+    ("v2.1", "extreme", "extreme", "mdp"),
+    ("v2.1", "long_state", "long_state", "mdp"),
+    ("v2.1", "chained", "chained", "mdp"),
+    ("v2.1", "bfcl", "bfcl", "mdp"),
+    ("v2.1", "tau", "tau", "mdp-view"),
 ]
 
 
@@ -51,3 +58,30 @@ def test_every_executor_miss_is_listed_on_the_data_card(version: str, track: str
     new = unlisted(misses, accepted_misses(version, track))
     assert not new, (f"{len(new)} executor misses on {version}/{track} are not listed in {accepted_path(version)}: "
                      + "; ".join(f"{m['id']} {m['env']}.{m['tool']}: {m['cause']} ({m['detail']})" for m in new[:10]))
+
+
+#: Point-release tracks still below the executor floor, each with its reason (issue 44). Anything else on a
+#: point release must reach it.
+BELOW_FLOOR = {("v2.1", "bfcl"): "BFCL's classes keep object state the prompt shows in the adapter's JSON form "
+                                 "(41 listed misses, bfcl-object-state); not fixed by v2.1"}
+FLOOR = 0.995
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version,track,tier,mode", [t for t in TRACKS if "." in t[0]],
+                         ids=[f"{b}-{t}" for b, t, _, _ in TRACKS if "." in b])
+def test_point_releases_reach_the_executor_floor(version: str, track: str, tier: str | None, mode: str,
+                                                 tmp_path: Path) -> None:
+    missing = _available(track)
+    if missing:
+        pytest.skip(missing)
+    summary = envsim.evaluate("executor", benchmark=version, tier=tier, prompt_mode=mode, concurrency=2,
+                              run_dir=tmp_path / "run")
+    run_dir = summary.tiers[tier].run_dir if tier else summary.run_dir
+    figures = json.loads((run_dir / "summary.json").read_text())
+    fm, cm = ((figures["step_fm"]["rate"], figures["step_cm"]["rate"]) if "step_fm" in figures
+              else (figures["overall"]["fm"], figures["overall"]["cm"]))
+    if (version, track) in BELOW_FLOOR:
+        assert fm < FLOOR, f"{version}/{track} reached the floor: take it out of BELOW_FLOOR"
+        return
+    assert fm >= FLOOR and cm >= FLOOR, f"{version}/{track}: executor FM {fm:.4f}, CM {cm:.4f} < {FLOOR}"
