@@ -58,6 +58,9 @@ def test_every_executor_miss_is_listed_on_the_data_card(version: str, track: str
     new = unlisted(misses, accepted_misses(version, track))
     assert not new, (f"{len(new)} executor misses on {version}/{track} are not listed in {accepted_path(version)}: "
                      + "; ".join(f"{m['id']} {m['env']}.{m['tool']}: {m['cause']} ({m['detail']})" for m in new[:10]))
+    if "." in version:  # a point release (v1.1, v2.1): every sample follows from its prompt
+        assert_floor(version, track, run_dir)
+
 
 
 #: Point-release tracks still below the executor floor, each with its reason (issue 44). Anything else on a
@@ -67,17 +70,8 @@ BELOW_FLOOR = {("v2.1", "bfcl"): "BFCL's classes keep object state the prompt sh
 FLOOR = 0.995
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("version,track,tier,mode", [t for t in TRACKS if "." in t[0]],
-                         ids=[f"{b}-{t}" for b, t, _, _ in TRACKS if "." in b])
-def test_point_releases_reach_the_executor_floor(version: str, track: str, tier: str | None, mode: str,
-                                                 tmp_path: Path) -> None:
-    missing = _available(track)
-    if missing:
-        pytest.skip(missing)
-    summary = envsim.evaluate("executor", benchmark=version, tier=tier, prompt_mode=mode, concurrency=2,
-                              run_dir=tmp_path / "run")
-    run_dir = summary.tiers[tier].run_dir if tier else summary.run_dir
+def assert_floor(version: str, track: str, run_dir: Path) -> None:
+    """A point release's track reaches the executor floor (FM and CM >= 99.5 %), unless BELOW_FLOOR names it."""
     figures = json.loads((run_dir / "summary.json").read_text())
     fm, cm = ((figures["step_fm"]["rate"], figures["step_cm"]["rate"]) if "step_fm" in figures
               else (figures["overall"]["fm"], figures["overall"]["cm"]))
@@ -85,3 +79,13 @@ def test_point_releases_reach_the_executor_floor(version: str, track: str, tier:
         assert fm < FLOOR, f"{version}/{track} reached the floor: take it out of BELOW_FLOOR"
         return
     assert fm >= FLOOR and cm >= FLOOR, f"{version}/{track}: executor FM {fm:.4f}, CM {cm:.4f} < {FLOOR}"
+
+
+@pytest.mark.slow
+def test_v2_1_core_under_state_views_reaches_the_floor(tmp_path: Path) -> None:
+    """One view miss is left there (the view analysis does not follow ``plans[...]["print"]`` through a
+    generator over a local list; benchmark/v2.1/README.md): 399 of 400."""
+    summary = envsim.evaluate("executor", benchmark="v2.1", tier="core", prompt_mode="mdp-view", concurrency=2,
+                              run_dir=tmp_path / "run")
+    assert summary.infra_failures == 0
+    assert_floor("v2.1", "core", summary.tiers["core"].run_dir)
