@@ -31,7 +31,7 @@ import jsonpatch
 from envsim.delta import canonical_json, pointer_parts
 from envsim.envs.base import json_copy
 from envsim.jsonsafe import MAX_DEPTH, loads
-from envsim.patch_bounds import MAX_GROWTH_CHARS, MAX_PATCH_OPS, CopyBudget, PatchBoundError
+from envsim.patch_bounds import MAX_GROWTH_CHARS, MAX_PATCH_OPS, CopyBudget, PatchBoundError, nesting_problem
 
 REF_PREFIX = "sha256:"
 #: A ref is exactly this (checked before the digest becomes a file name: no path can hide in it).
@@ -132,7 +132,8 @@ def apply_shared(base: Any, patch: Any, budget: CopyBudget | None = None, field:
 
     Bounded as answers are (``envsim.patch_bounds``): at most ``MAX_PATCH_OPS`` operations, and ``copy`` may
     add at most the starting state's size plus ``MAX_GROWTH_CHARS`` characters (``budget``: shared by a chain
-    of patches resolved from one stored state). ``StateRefError`` names ``field``, the op and the bound."""
+    of patches resolved from one stored state), and no op may nest the state deeper than ``MAX_STATE_DEPTH``.
+``StateRefError`` names ``field``, the op and the bound."""
     if not isinstance(patch, list):
         raise StateRefError(f"{field} must be a list of RFC 6902 operations (got {type(patch).__name__})")
     if len(patch) > MAX_PATCH_OPS:
@@ -145,6 +146,9 @@ def apply_shared(base: Any, patch: Any, budget: CopyBudget | None = None, field:
     for i, op in enumerate(patch):
         if not isinstance(op, dict) or not isinstance(op.get("path"), str):
             raise StateRefError(f"{field} op {i} is not an operation {{op, path, ...}}")
+        deep = nesting_problem(op, root)  # each op's value is shallow, but paths stack: checked before it applies
+        if deep:
+            raise StateRefError(f"{field} op {i} ({str(op.get('op'))[:10]} {str(op['path'])[:40]}…): {deep}")
         for key in ("path", "from"):
             parts = pointer_parts(op.get(key, "")) if isinstance(op.get(key), str) else []
             node = root
