@@ -143,7 +143,8 @@ def summarize(results: Iterable[dict[str, Any]], config: dict[str, Any]) -> dict
     same results are always the same."""
     rows = sorted(results, key=lambda r: str(r.get("id")))
     scored = [r for r in rows if r.get("status") == "scored"]
-    infra = [r for r in rows if r.get("status") != "scored"]
+    bad = [r for r in rows if r.get("status") == "bad_record"]
+    infra = [r for r in rows if r.get("status") not in ("scored", "bad_record")]
     by_stratum = _grouped(scored, "stratum")
     by_delta = _grouped(scored, "delta_size")
     by_arity = _grouped(scored, "arg_count")
@@ -177,6 +178,8 @@ def summarize(results: Iterable[dict[str, Any]], config: dict[str, Any]) -> dict
         "latency_s": {"mean": round(float(np.mean(latencies)), 4) if latencies else None,
                       "p95": round(float(np.percentile(latencies, 95)), 4) if latencies else None},
         **failure_summary_fields(scored),
+        # only a run with bad records gets these keys (a clean run's summary keeps its v1/v2 form)
+        **({"bad_records": len(bad), "bad_record_reasons": reason_counts(bad)} if bad else {}),
     }
 
 
@@ -279,6 +282,11 @@ def _unscored_section(summary: dict[str, Any]) -> list[str]:
         why = (f"all {total} samples failed before an answer could be scored (infrastructure failures below)"
                if total else "the run directory holds no results")
         parts.append(f"**No sample was scored** — {why}; the figures below are empty ({EMPTY}).\n")
+    if summary.get("bad_records"):
+        parts.append(f"## Bad records: {summary['bad_records']} of {total} samples were not scored\n\n"
+                     "Their records are at fault (EnvSim cannot build their prompt); they are left out of every "
+                     "figure and a re-run does not try them again: fix the benchmark file.\n\n"
+                     + _reason_lines(summary.get("bad_record_reasons") or {}))
     if infra:
         parts.append(f"## Infrastructure failures: {infra} of {total} samples were not scored\n\n"
                      "They are not counted as wrong and are left out of every figure; a re-run of the same command "

@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from envsim.evaluation.console import format_summary, infra_lines, live_rates
+from envsim.evaluation.console import bad_record_lines, format_summary, infra_lines, live_rates
 from envsim.evaluation.errors import BenchmarkUnavailable, PreflightStopped, RunDirUnusable, TokenizerMissing
 from envsim.evaluation.eval_options import EvalOptions
 from envsim.evaluation.eval_summary import EvalSummary
@@ -188,6 +188,8 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
     if not rollout:
         options.echo(format_summary(report, run_dir))
         for line in infra_lines(report["infra_failures"], report["samples"], report.get("infra_failure_reasons")):
+            options.echo_err(line)
+        for line in bad_record_lines(report):
             options.echo_err(line)
     return EvalSummary.from_summary(report, run_dir, options.min_scored.required, model=options.model,
                                     benchmark=options.benchmark)
