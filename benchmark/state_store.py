@@ -58,8 +58,10 @@ def write_blob(value: Any, folder: Path) -> str:
     digest = hashlib.sha256(text).hexdigest()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / blob_name(digest)
-    if not path.is_file():
-        path.write_bytes(gzip.compress(text, compresslevel=9, mtime=0))
+    if not path.is_file() or path.is_symlink():
+        from envsim.safe_files import write_bytes
+
+        write_bytes(path, gzip.compress(text, compresslevel=9, mtime=0))  # never through a planted link
     return REF_PREFIX + digest
 
 

@@ -281,7 +281,9 @@ def write_misses(run_dir: Path, misses: Sequence[dict[str, Any]]) -> None:
 def read_miss_counts(run_dir: Path) -> dict[str, Any] | None:
     """``{"total", "by_cause"}`` of ``RUN/executor_misses.json`` (``None`` when absent or unreadable)."""
     try:
-        payload = json.loads((run_dir / MISSES_FILE).read_text())
+        from envsim.safe_files import read_json
+
+        payload = read_json(run_dir / MISSES_FILE)
         return {"total": len(payload["misses"]), "by_cause": dict(payload["by_cause"])}
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -337,7 +339,9 @@ def record_run_misses(run_dir: Path, records: Iterable[dict[str, Any]], mode: st
     if chained:  # the chained summary is written by the episode runner: the counts are added to it here
         summary_path = run_dir / "summary.json"
         try:
-            summary = json.loads(summary_path.read_text())
+            from envsim.safe_files import read_json
+
+            summary = read_json(summary_path)
             summary["executor_misses"] = read_miss_counts(run_dir)
             from envsim.evaluation.report import write_text_atomic
 

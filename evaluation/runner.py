@@ -236,17 +236,18 @@ class RetryPolicy:
         return min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
 
 
-def iter_result_lines(path: Path) -> Iterator[Any]:
+def iter_result_lines(path: Path, root: Path | None = None) -> Iterator[Any]:
     """Every readable JSON line of a ``results.jsonl`` in order; a torn last line (killed mid-write) is
-    skipped; a missing file yields nothing."""
-    if not path.exists():
-        return
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            try:
-                yield json.loads(line)
-            except (ValueError, RecursionError):
-                continue
+    skipped; a missing file yields nothing. Read bounded and never through a link (``envsim.safe_files.iter_lines``:
+    a regular file below ``root``, lines up to ``MAX_LINE_BYTES``): a ``results.jsonl`` linked to ``/dev/zero`` is
+    refused (``RunFileRefused``) instead of read until memory runs out."""
+    from envsim.safe_files import iter_lines
+
+    for line in iter_lines(path, root):
+        try:
+            yield json.loads(line)
+        except (ValueError, RecursionError):
+            continue
 
 
 def read_results(path: Path) -> dict[str, dict[str, Any]]:
@@ -262,13 +263,18 @@ def prepare_run_dir(run_dir: Path, config: EvalConfig) -> None:
 
 
 def _prepare_locked(run_dir: Path, config: EvalConfig) -> None:
+    from envsim.safe_files import RunFileRefused, read_json, write_json
+
     config_path = run_dir / "config.json"
     payload = {**asdict(config), "config_hash": config.digest()}
-    if config_path.exists():
+    if config_path.exists() or config_path.is_symlink():
         try:
-            existing = json.loads(config_path.read_text())
-        except json.JSONDecodeError:
+            existing = read_json(config_path)
+        except ValueError:
             existing = {}
+        except RunFileRefused as exc:  # a link or a FIFO planted at config.json: never read, never written through
+            raise RunConfigMismatch(f"{exc}; use another --run-dir or --overwrite") from None
+        existing = existing if isinstance(existing, dict) else {}
         if existing.get("config_hash") != payload["config_hash"]:
             changed = sorted(k for k in payload
                              if existing.get(k, ADDED_LATER.get(k)) != payload[k] and k != "config_hash")
@@ -276,9 +282,7 @@ def _prepare_locked(run_dir: Path, config: EvalConfig) -> None:
                 f"{run_dir} holds a run with other settings ({', '.join(changed) or 'unknown'}); "
                 "use another --run-dir or --overwrite")
         return
-    partial = config_path.with_name("config.json.partial")
-    partial.write_text(json.dumps(payload, indent=2) + "\n")
-    partial.replace(config_path)  # atomic: a reader sees the whole file or none
+    write_json(config_path, payload)  # atomic, never through a link: a reader sees the whole file or none
 
 
 def _domain_of(env_id: str) -> str:

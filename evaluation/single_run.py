@@ -5,7 +5,6 @@ untiered benchmark and for every one-step tier of a tiered one."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from functools import partial
 from pathlib import Path
@@ -330,13 +329,15 @@ def _endpoint_summary(provider: Any, run_dir: Path, options: EvalOptions) -> Non
         return
     from envsim.evaluation.fleet import format_endpoints, merge_reports
 
+    from envsim.safe_files import read_json, write_json
+
     path = run_dir / "endpoints.json"
     try:
-        previous = json.loads(path.read_text()) if path.exists() else []
+        previous = read_json(path) if path.exists() else []
     except (OSError, ValueError):
         previous = []
     merged = merge_reports(previous if isinstance(previous, list) else [], report())
-    path.write_text(json.dumps(merged, indent=2) + "\n")
+    write_json(path, merged)
     options.echo(format_endpoints(merged))
 
 

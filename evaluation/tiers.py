@@ -192,15 +192,17 @@ def run_tiers(plan: dict[str, dict[str, Any]], options: EvalOptions) -> EvalSumm
         else:
             summaries[name] = run_split(tier_options, preflight_done=True)
     base.mkdir(parents=True, exist_ok=True)
+    from envsim.safe_files import read_json, write_json, write_text
+
     try:  # tiers run earlier into the same directory (one tier at a time) stay in the table
-        table = json.loads((base / "tiers.json").read_text())
+        table = read_json(base / "tiers.json")
     except (OSError, ValueError):
         table = {}
     table = {**(table if isinstance(table, dict) else {}), **tiers_table({n: s.data for n, s in summaries.items()})}
     order = list(benchmark_tiers(options.benchmark))
     table = dict(sorted(table.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
-    (base / "tiers.json").write_text(json.dumps(table, indent=2) + "\n")
-    (base / "tiers.md").write_text(tiers_markdown(table, options.model, options.benchmark, not_run))
+    write_json(base / "tiers.json", table)  # never through a link planted in the tiers directory
+    write_text(base / "tiers.md", tiers_markdown(table, options.model, options.benchmark, not_run))
     options.echo(tiers_markdown(table, options.model, options.benchmark))
     for line in not_run_lines(not_run):
         options.echo_err(line)

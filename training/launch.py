@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -126,15 +125,9 @@ def write_if_changed(path: Path, text: str) -> None:
             return
     except (OSError, UnicodeDecodeError):
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as sink:
-            sink.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    from envsim.safe_files import write_text
+
+    write_text(path, text)  # a temporary file renamed into place, never through a link planted at the name
 
 
 def format_env(env: Mapping[str, str]) -> str:
