@@ -16,6 +16,7 @@ renamed over the old one, and a file is rewritten only when its rebuild succeede
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,7 @@ def tier_dirs(path: Path) -> list[Path]:
 
 def run_kind(path: Path) -> str:
     """The kind of ``path`` (see the module table); raises ``UnknownRunKind`` for anything else."""
-    if (path / "config.json").is_file():
+    if os.path.lexists(path / "config.json"):  # a link or FIFO there is refused by _config, never read
         track = _config(path).get("track") or "single"
         if track not in ("single", "chained", "rollout"):
             raise UnknownRunKind(f"{path}: config.json names track {track!r}, which envsim report does not know")

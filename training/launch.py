@@ -120,13 +120,13 @@ def write_if_changed(path: Path, text: str) -> None:
 
     Every node of a multi-node job writes the same config files into a shared run directory; a plain
     ``write_text`` would let one node read a file another node is truncating."""
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return
-    except (OSError, UnicodeDecodeError):
-        pass
-    from envsim.safe_files import write_text
+    from envsim.safe_files import read_bytes, write_text
 
+    try:  # read as a run file is read: a link (or a FIFO) there is never followed, so it is replaced below
+        if read_bytes(path, len(text.encode("utf-8"))) == text.encode("utf-8"):
+            return
+    except OSError:
+        pass
     write_text(path, text)  # a temporary file renamed into place, never through a link planted at the name
 
 
