@@ -16,12 +16,13 @@ does not touch with the cached blob, so it costs the copied paths only. Treat re
 
 from __future__ import annotations
 
-import functools
+import collections
 import gzip
 import hashlib
 import os
 import re
 import stat
+import threading
 import zlib
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -97,9 +98,60 @@ def _gunzip_limited(data: bytes) -> bytes:
     return text
 
 
-@functools.lru_cache(maxsize=8)
+#: Most JSON values a blob may hold, counted on its text before it is parsed (an upper bound: every ``{``, ``[`` and
+#: ``,``): what ``envs.executor`` accepts of a state. A parsed value costs up to ~75 bytes (32 MiB of ``{}``
+#: parsed to ~790 MB), so this bounds one blob's memory; the shipped τ states hold 162,430 at most.
+MAX_BLOB_VALUES = 2_000_000
+#: Most values (as counted above) the blob cache holds over all its blobs, and most blobs: 8 blobs of
+#: 32 MiB of ``{}`` peaked at 6.3 GB in a plain 8-entry cache; two maximal blobs fit, the shipped ones all do.
+MAX_CACHED_VALUES = 2 * MAX_BLOB_VALUES
+MAX_CACHED_BLOBS = 8
+
+
+def _value_count(text: bytes) -> int:
+    """An upper bound on the JSON values of ``text``, read without parsing it."""
+    return text.count(b"{") + text.count(b"[") + text.count(b",") + 1
+
+
+class _BlobCache:
+    """Parsed blobs by (folder, digest), least recently used dropped first, bounded by ``MAX_CACHED_BLOBS`` blobs
+    and ``MAX_CACHED_VALUES`` values together (thread-safe: prompts are built in worker threads)."""
+
+    def __init__(self) -> None:
+        self._entries: collections.OrderedDict[tuple[str, str], tuple[Any, int, int]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> tuple[Any, int, int] | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[str, str], entry: tuple[Any, int, int]) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > 1 and (len(self._entries) > MAX_CACHED_BLOBS or
+                                              sum(e[2] for e in self._entries.values()) > MAX_CACHED_VALUES):
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_BLOBS = _BlobCache()
+
+
 def _blob(folder: str, digest: str) -> tuple[Any, int]:
     """A blob's value and its canonical-JSON length in characters (cached and shared: read-only)."""
+    found = _BLOBS.get((folder, digest))
+    if found is not None:
+        return found[0], found[1]
     path = Path(folder) / blob_name(digest)
     try:
         text = _gunzip_limited(_read_limited(path))
@@ -107,11 +159,21 @@ def _blob(folder: str, digest: str) -> tuple[Any, int]:
         raise StateRefError(f"cannot read state blob {path} ({getattr(exc, 'strerror', None) or exc})") from None
     if hashlib.sha256(text).hexdigest() != digest:
         raise StateRefError(f"state blob {path}: content does not match its hash")
+    values = _value_count(text)
+    if values > MAX_BLOB_VALUES:
+        raise StateRefError(f"state blob {path}: holds up to {values:,} JSON values, over the {MAX_BLOB_VALUES:,} "
+                            "a state may have (MAX_BLOB_VALUES); not parsed")
     try:
         decoded = text.decode("utf-8")
-        return loads(decoded, max_depth=MAX_DEPTH), len(decoded)
+        del text
+        entry = (loads(decoded, max_depth=MAX_DEPTH), len(decoded), values)
     except ValueError as exc:  # UnicodeDecodeError, JSON errors and limits
         raise StateRefError(f"state blob {path}: not JSON ({str(exc)[:120]})") from None
+    _BLOBS.put((folder, digest), entry)
+    return entry[0], entry[1]
+
+
+_blob.cache_clear = _BLOBS.clear  # type: ignore[attr-defined]  (as the lru_cache it replaces was cleared)
 
 
 def load_blob(folder: str, ref: str, field: str = "state_ref.base") -> Any:

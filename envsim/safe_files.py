@@ -171,7 +171,7 @@ def open_fresh(path: os.PathLike[str] | str, mode: str = "w", **options: Any) ->
 
 
 def _refused(path: Path, why: str) -> RunFileRefused:
-    return RunFileRefused(errno.EPERM, f"{path} {why}; EnvSim does not read it", str(path))
+    return RunFileRefused(f"{path} {why}; EnvSim does not read it")
 
 
 def open_regular(path: os.PathLike[str] | str, root: os.PathLike[str] | str | None = None) -> int:
