@@ -227,9 +227,12 @@ def _run_chained(options: EvalOptions) -> EvalSummary:
     from envsim.evaluation.single_run import evenly_spaced, provider_for, retry_policy
     from envsim.progress import progress
 
+    from envsim.evaluation.prompts import view_problem
+
     run_dir = Path(options.run_dir or ".")
+    check = view_problem if options.prompt_mode == "mdp-view" else None  # a step no view can be derived from
     try:
-        episodes = evenly_spaced(load_episodes(options.benchmark, options.split), options.limit)
+        episodes = evenly_spaced(load_episodes(options.benchmark, options.split, check), options.limit)
     except (FileNotFoundError, ValueError) as exc:
         raise BenchmarkUnavailable(str(exc)) from None
     urls = endpoint_urls(options.base_urls, options.base_url_file)

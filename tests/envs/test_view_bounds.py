@@ -140,3 +140,25 @@ def test_oversized_code_is_a_bad_record_named_at_its_line_under_mdp_view(tmp_pat
     assert "1,000,007 characters, over the 262,144-character limit" in result.output
     assert not (tmp_path / "runs").exists()
     assert peak < 200 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+
+
+def test_a_chained_step_whose_code_cannot_be_analysed_is_named_at_its_line_under_mdp_view(tmp_path):
+    from envsim.construction.chained import load_episodes
+
+    lines = (BENCHMARK_DIR / "v2" / "chained.jsonl").open(encoding="utf-8").readlines()[:2]
+    episode = json.loads(lines[1])
+    episode["steps"][1]["code"] = "x = [" + "1," * 200_000 + "]\n"
+    path = tmp_path / "chained_x.jsonl"
+    path.write_text(lines[0] + json.dumps(episode) + "\n")
+    assert len(load_episodes(str(path))) == 2  # mdp shows the code as text: nothing to analyse
+    with pytest.raises(ValueError, match=rf"^{path}:2: steps\[1\]: field 'code' cannot be analysed for "
+                                         r"--prompt-mode mdp-view \(400,007 characters, over the 262,144"):
+        load_episodes(str(path), check=view_problem)
+    episode["steps"][1]["code"] = "def f(self):\n    return 1\n"
+    episode["tools"] = [1]
+    path.write_text(lines[0] + json.dumps(episode) + "\n")
+    with pytest.raises(ValueError, match=rf"^{path}:2: field 'tools' item 0 must be a tool schema object"):
+        load_episodes(str(path))
+    path.write_text(lines[0] + "[" * 5_000 + "]" * 5_000 + "\n")  # past the decoder's depth: named, never a crash
+    with pytest.raises(ValueError, match=rf"^{path}:2: not a JSON line"):
+        load_episodes(str(path))
