@@ -11,6 +11,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -158,9 +160,29 @@ def single_run(tmp_path, small_benchmark) -> Path:
 
 
 def _envsim(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    """The CLI in its own process, killed past ``timeout`` (a read that blocks fails the test instead of hanging)."""
-    return subprocess.run([str(Path(sys.executable).parent / "envsim"), *args], capture_output=True, text=True,
-                          timeout=timeout)
+    """The CLI in its own process, killed past ``timeout`` (a read that blocks fails the test instead of hanging);
+    its own peak memory must stay under 1 GB (``/dev/zero`` read whole ran out of memory)."""
+    child = subprocess.Popen([str(Path(sys.executable).parent / "envsim"), *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    streams: dict[str, str] = {}
+    readers = [threading.Thread(target=lambda name=name, stream=stream: streams.__setitem__(name, stream.read()))
+               for name, stream in (("out", child.stdout), ("err", child.stderr))]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)  # reaped here: its own peak memory
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            child.kill()
+            pytest.fail(f"envsim {' '.join(args)} ran past {timeout} s")
+        time.sleep(0.05)
+    for reader in readers:
+        reader.join()
+    child.returncode = os.waitstatus_to_exitcode(status)
+    assert usage.ru_maxrss < 1 << 20, f"{args[0]}: peak {usage.ru_maxrss / 1024:.0f} MiB"
+    return subprocess.CompletedProcess(child.args, child.returncode, streams["out"], streams["err"])
 
 
 @pytest.mark.parametrize("command", ["report", "view"])
