@@ -16,12 +16,13 @@ does not touch with the cached blob, so it costs the copied paths only. Treat re
 
 from __future__ import annotations
 
-import functools
+import collections
 import gzip
 import hashlib
 import os
 import re
 import stat
+import threading
 import zlib
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -31,7 +32,7 @@ import jsonpatch
 from envsim.delta import canonical_json, pointer_parts
 from envsim.envs.base import json_copy
 from envsim.jsonsafe import MAX_DEPTH, loads
-from envsim.patch_bounds import MAX_GROWTH_CHARS, MAX_PATCH_OPS, CopyBudget, PatchBoundError
+from envsim.patch_bounds import MAX_GROWTH_CHARS, MAX_PATCH_OPS, CopyBudget, PatchBoundError, nesting_problem
 
 REF_PREFIX = "sha256:"
 #: A ref is exactly this (checked before the digest becomes a file name: no path can hide in it).
@@ -58,8 +59,10 @@ def write_blob(value: Any, folder: Path) -> str:
     digest = hashlib.sha256(text).hexdigest()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / blob_name(digest)
-    if not path.is_file():
-        path.write_bytes(gzip.compress(text, compresslevel=9, mtime=0))
+    if not path.is_file() or path.is_symlink():
+        from envsim.safe_files import write_bytes
+
+        write_bytes(path, gzip.compress(text, compresslevel=9, mtime=0))  # never through a planted link
     return REF_PREFIX + digest
 
 
@@ -95,9 +98,60 @@ def _gunzip_limited(data: bytes) -> bytes:
     return text
 
 
-@functools.lru_cache(maxsize=8)
+#: Most JSON values a blob may hold, counted on its text before it is parsed (an upper bound: every ``{``, ``[`` and
+#: ``,``): what ``envs.executor`` accepts of a state. A parsed value costs up to ~75 bytes (32 MiB of ``{}``
+#: parsed to ~790 MB), so this bounds one blob's memory; the shipped τ states hold 162,430 at most.
+MAX_BLOB_VALUES = 2_000_000
+#: Most values (as counted above) the blob cache holds over all its blobs, and most blobs: 8 blobs of
+#: 32 MiB of ``{}`` peaked at 6.3 GB in a plain 8-entry cache; two maximal blobs fit, the shipped ones all do.
+MAX_CACHED_VALUES = 2 * MAX_BLOB_VALUES
+MAX_CACHED_BLOBS = 8
+
+
+def _value_count(text: bytes) -> int:
+    """An upper bound on the JSON values of ``text``, read without parsing it."""
+    return text.count(b"{") + text.count(b"[") + text.count(b",") + 1
+
+
+class _BlobCache:
+    """Parsed blobs by (folder, digest), least recently used dropped first, bounded by ``MAX_CACHED_BLOBS`` blobs
+    and ``MAX_CACHED_VALUES`` values together (thread-safe: prompts are built in worker threads)."""
+
+    def __init__(self) -> None:
+        self._entries: collections.OrderedDict[tuple[str, str], tuple[Any, int, int]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> tuple[Any, int, int] | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[str, str], entry: tuple[Any, int, int]) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > 1 and (len(self._entries) > MAX_CACHED_BLOBS or
+                                              sum(e[2] for e in self._entries.values()) > MAX_CACHED_VALUES):
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_BLOBS = _BlobCache()
+
+
 def _blob(folder: str, digest: str) -> tuple[Any, int]:
     """A blob's value and its canonical-JSON length in characters (cached and shared: read-only)."""
+    found = _BLOBS.get((folder, digest))
+    if found is not None:
+        return found[0], found[1]
     path = Path(folder) / blob_name(digest)
     try:
         text = _gunzip_limited(_read_limited(path))
@@ -105,11 +159,21 @@ def _blob(folder: str, digest: str) -> tuple[Any, int]:
         raise StateRefError(f"cannot read state blob {path} ({getattr(exc, 'strerror', None) or exc})") from None
     if hashlib.sha256(text).hexdigest() != digest:
         raise StateRefError(f"state blob {path}: content does not match its hash")
+    values = _value_count(text)
+    if values > MAX_BLOB_VALUES:
+        raise StateRefError(f"state blob {path}: holds up to {values:,} JSON values, over the {MAX_BLOB_VALUES:,} "
+                            "a state may have (MAX_BLOB_VALUES); not parsed")
     try:
         decoded = text.decode("utf-8")
-        return loads(decoded, max_depth=MAX_DEPTH), len(decoded)
+        del text
+        entry = (loads(decoded, max_depth=MAX_DEPTH), len(decoded), values)
     except ValueError as exc:  # UnicodeDecodeError, JSON errors and limits
         raise StateRefError(f"state blob {path}: not JSON ({str(exc)[:120]})") from None
+    _BLOBS.put((folder, digest), entry)
+    return entry[0], entry[1]
+
+
+_blob.cache_clear = _BLOBS.clear  # type: ignore[attr-defined]  (as the lru_cache it replaces was cleared)
 
 
 def load_blob(folder: str, ref: str, field: str = "state_ref.base") -> Any:
@@ -132,7 +196,8 @@ def apply_shared(base: Any, patch: Any, budget: CopyBudget | None = None, field:
 
     Bounded as answers are (``envsim.patch_bounds``): at most ``MAX_PATCH_OPS`` operations, and ``copy`` may
     add at most the starting state's size plus ``MAX_GROWTH_CHARS`` characters (``budget``: shared by a chain
-    of patches resolved from one stored state). ``StateRefError`` names ``field``, the op and the bound."""
+    of patches resolved from one stored state), and no op may nest the state deeper than ``MAX_STATE_DEPTH``.
+``StateRefError`` names ``field``, the op and the bound."""
     if not isinstance(patch, list):
         raise StateRefError(f"{field} must be a list of RFC 6902 operations (got {type(patch).__name__})")
     if len(patch) > MAX_PATCH_OPS:
@@ -145,6 +210,9 @@ def apply_shared(base: Any, patch: Any, budget: CopyBudget | None = None, field:
     for i, op in enumerate(patch):
         if not isinstance(op, dict) or not isinstance(op.get("path"), str):
             raise StateRefError(f"{field} op {i} is not an operation {{op, path, ...}}")
+        deep = nesting_problem(op, root)  # each op's value is shallow, but paths stack: checked before it applies
+        if deep:
+            raise StateRefError(f"{field} op {i} ({str(op.get('op'))[:10]} {str(op['path'])[:40]}…): {deep}")
         for key in ("path", "from"):
             parts = pointer_parts(op.get(key, "")) if isinstance(op.get(key), str) else []
             node = root

@@ -65,6 +65,25 @@ def record_problem(record: Any) -> str | None:
             return f"field {name!r} must be a {'string' if kind is str else 'list'} (got {type(record[name]).__name__})"
     if "changed_paths" in record and not all(isinstance(p, str) for p in record["changed_paths"]):
         return "field 'changed_paths' must hold strings"
+    if "tools" in record:
+        return tools_problem(record["tools"])
+    return None
+
+
+def tools_problem(tools: Any) -> str | None:
+    """Why a record's ``tools`` is not a list of tool schemas the prompt can show (each an object; its ``function``,
+    when present, an object whose ``name``, when present, is a string), or ``None``. Checked at validation, so a
+    ``tools: [1, ...]`` is a bad record named at its line, never a prompt that fails at run time and is retried."""
+    if not isinstance(tools, list):
+        return f"field 'tools' must be a list (got {type(tools).__name__})"
+    for i, tool in enumerate(tools):
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        if not isinstance(function, dict):
+            shown = tool if not isinstance(tool, dict) else function
+            return (f"field 'tools' item {i} must be a tool schema object (with 'function': an object), got "
+                    f"{type(shown).__name__} {_short(shown)}")
+        if not isinstance(function.get("name", ""), str):
+            return f"field 'tools' item {i}: its function's 'name' must be a string"
     return None
 
 

@@ -202,13 +202,16 @@ def chained_stats_markdown(title: str, stats: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_episodes(name: str = "v2", split: str = "chained") -> list[dict[str, Any]]:
+def load_episodes(name: str = "v2", split: str = "chained", check: Any = None) -> list[dict[str, Any]]:
     """The episodes of a chained tier file (a shipped benchmark's split, or a JSONL path); each line must be
-    an episode (``id``, ``env``, ``state``, ``steps`` with actions), else a ``ValueError`` naming the line."""
-    import json
-
+    an episode (``id``, ``env``, ``state``, ``steps`` with actions, ``tools`` when present a list of tool schemas),
+    read with the strict decoder (nesting at most ``MAX_DEPTH``), else a ``ValueError`` naming the line. ``check``
+    (a step -> its problem or ``None``: what a run needs of each step, such as code a view can be derived from)
+    names a bad step at its line too."""
     from envsim.benchmark import benchmark_path
     from envsim.benchmark.state_store import StateRefError, has_refs, resolve, state_folder
+    from envsim.benchmark.validation import tools_problem
+    from envsim.jsonsafe import loads
 
     path = benchmark_path(name, split)
     episodes = []
@@ -217,9 +220,9 @@ def load_episodes(name: str = "v2", split: str = "chained") -> list[dict[str, An
             if not line.strip():
                 continue
             try:
-                episode = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not a JSON line ({exc})") from None
+                episode = loads(line)
+            except (ValueError, RecursionError) as exc:  # JSON errors and limits (NaN, depth, long integers)
+                raise ValueError(f"{path}:{number}: not a JSON line ({str(exc)[:200]})") from None
             if has_refs(episode):  # a large-state track: states stored once, resolved on read
                 episode = resolve(episode, state_folder(path))
             try:  # resolving refs here names a bad one at its line (bounded: benchmark.state_store)
@@ -228,10 +231,18 @@ def load_episodes(name: str = "v2", split: str = "chained") -> list[dict[str, An
                           and all(isinstance(s, dict) and isinstance(s.get("action"), dict) for s in episode["steps"])
                           and isinstance(episode.get("id"), str) and isinstance(episode.get("env"), str)
                           and isinstance(episode.get("final_state", {}), dict))
+                problem = tools_problem(episode["tools"]) if shaped and "tools" in episode else None
             except StateRefError as exc:
                 raise ValueError(f"{path}:{number}: {exc}") from None
             if not shaped:
                 raise ValueError(f"{path}:{number}: not a chained episode (needs id, env, state and steps with actions)")
+            for i, step in enumerate(episode["steps"] if check is not None and problem is None else ()):
+                found = check(step)
+                problem = f"steps[{i}]: {found}" if found else None
+                if problem:
+                    break
+            if problem:
+                raise ValueError(f"{path}:{number}: {problem}")
             episode.setdefault("length", len(episode["steps"]))
             episodes.append(episode)
     return episodes

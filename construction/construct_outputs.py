@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -36,8 +35,10 @@ def write_with_stats(records: Sequence[dict[str, Any]], out: Path, stats: dict[s
         if stores_states(rows):
             extra = (folder,)
     stats_json, stats_md_path = out.with_suffix(".stats.json"), out.with_suffix(".stats.md")
-    stats_json.write_text(json.dumps(stats, indent=2) + "\n")
-    stats_md_path.write_text(stats_md)
+    from envsim.safe_files import write_json, write_text
+
+    write_json(stats_json, stats)  # renamed into place, never written through a link planted at the name
+    write_text(stats_md_path, stats_md)
     if stats.get("views"):  # records whose views construction verified: counts and widenings on the console
         from envsim.construction.stats import view_line
 

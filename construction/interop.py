@@ -194,5 +194,7 @@ def write_envsimbench(records: Iterable[dict[str, Any]], path: str | Path) -> in
     rows = [json.dumps(to_envsimbench(r), ensure_ascii=False, sort_keys=True) for r in materialise(records)]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("[\n" + ",\n".join(rows) + "\n]\n" if rows else "[]\n", encoding="utf-8")
+    from envsim.safe_files import write_text
+
+    write_text(path, "[\n" + ",\n".join(rows) + "\n]\n" if rows else "[]\n")
     return len(rows)

@@ -252,5 +252,7 @@ def write_track(out: Path, seed: int = 0) -> dict[str, Any]:
     write_jsonl(built["tau_chained"], out.with_name(f"{out.stem}_chained.jsonl"))
     stats = track_stats(built["tau"], built["tau_chained"])
     stats["seed"] = seed
-    out.with_name(f"{out.stem}.stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n")
+    from envsim.safe_files import write_json
+
+    write_json(out.with_name(f"{out.stem}.stats.json"), stats, sort_keys=True)
     return stats

@@ -32,6 +32,7 @@ import secrets
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -150,6 +151,51 @@ def _check_layers(worker: "_Worker", allow_unconfined: bool) -> None:
                            f"allow_unconfined=True or set {OPT_OUT_VARIABLE}=1 to run it anyway")
 
 
+#: A worker's empty working directory is ``<tmp>/envsim-sandbox-<pid of the EnvSim process>-<random>``: the pid
+#: tells a directory whose process is gone (killed before it could remove it) from one still in use.
+WORKDIR_PREFIX = "envsim-sandbox-"
+_SWEPT: list[bool] = []
+
+
+def sweep_stale_workdirs(root: str | None = None, *, force: bool = False) -> list[str]:
+    """Remove the worker directories that EnvSim processes no longer running left in ``root`` (the temp directory):
+    only directories of this user, named with a pid that is not alive; never links, never anything else. Runs once
+    per process unless ``force``; returns what it removed."""
+    if _SWEPT and not force:
+        return []
+    _SWEPT.append(True)
+    root = root or tempfile.gettempdir()
+    removed = []
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return removed
+    for name in entries:
+        pid_text = name[len(WORKDIR_PREFIX):].split("-", 1)[0] if name.startswith(WORKDIR_PREFIX) else ""
+        if not pid_text.isdigit() or "-" not in name[len(WORKDIR_PREFIX):] or _pid_alive(int(pid_text)):
+            continue
+        path = os.path.join(root, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (a pid of another user's process counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class _Worker:
     """Parent-side handle of one confined worker process (one class source, one set of limits)."""
 
@@ -157,7 +203,8 @@ class _Worker:
         self.setup = setup
         self.limits = setup["limits"]
         self._closed = False
-        self._workdir = tempfile.mkdtemp(prefix="envsim-sandbox-")
+        sweep_stale_workdirs()  # once per process: what a killed EnvSim (kill -9) left behind
+        self._workdir = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
         os.chmod(self._workdir, 0o555)
         env = {"PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
                "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"}

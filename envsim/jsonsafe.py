@@ -9,7 +9,6 @@ recursion.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -278,32 +277,8 @@ def dumps_line(value: Any, **options: Any) -> str:
 
 def write_text_atomic(path: os.PathLike[str] | str, lines: Iterable[str]) -> int:
     """Write ``lines`` (each without its newline) to a temporary file beside ``path``, then rename it over
-    ``path``: a failure part-way leaves the old file as it was. Returns the number of lines."""
-    import tempfile
-    from pathlib import Path
+    ``path``: a failure part-way leaves the old file as it was, and a link planted at ``path`` (or at any temporary
+    name) is never written through (``envsim.safe_files.write_lines``). Returns the number of lines."""
+    from envsim.safe_files import write_lines
 
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-    count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            for line in lines:
-                handle.write(line + "\n")
-                count += 1
-        if target.exists():
-            os.chmod(temporary, target.stat().st_mode & 0o777)
-        else:
-            os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    return count
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    return write_lines(path, lines)

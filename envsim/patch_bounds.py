@@ -12,18 +12,29 @@
 
   where ``state`` is the canonical-JSON size of the state the patch (or chain of patches) started from:
   the result is at most ``2 x state + MAX_GROWTH_CHARS`` characters plus the patch's own values.
+* **Depth**: each value of a patch nests at most ``MAX_DEPTH`` levels (the decoder's bound), but its *path* adds
+  levels: 11 ops each adding a 190-deep value at the end of the last one compose a state 2,100 levels deep, which
+  every recursive JSON routine then fails on (``RecursionError``). So an op that writes a value (``add``,
+  ``replace``, ``copy``, ``move``) is refused when its path's levels plus the value's own nesting pass
+  ``MAX_STATE_DEPTH`` (``nesting_problem``), before it is applied.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from envsim.delta import canonical_json
+from envsim.delta import canonical_json, pointer_parts
+from envsim.jsonsafe import MAX_DEPTH, too_deep
 
 #: Operations one patch may have (a model's answer; a stored patch of a benchmark file).
 MAX_PATCH_OPS = 5_000
 #: Characters ``copy`` operations may add beyond the size of the state they start from.
 MAX_GROWTH_CHARS = 100_000
+#: Deepest nesting of containers a patched state may reach (the root object is level 1): the decoder's bound.
+MAX_STATE_DEPTH = MAX_DEPTH
+
+#: Operations that put a value at their ``path``: (op, where the value comes from: ``value`` or ``from``).
+_WRITING_OPS = {"add": "value", "replace": "value", "copy": "from", "move": "from"}
 
 
 class PatchBoundError(ValueError):
@@ -73,3 +84,35 @@ class CopyBudget:
         except (TypeError, ValueError, RecursionError):
             raise ValueError("copies from an invalid location") from None
         self.charge(chars)
+
+
+def nesting_problem(op: Any, root: Any) -> str | None:
+    """Why applying ``op`` to ``root`` would nest the state deeper than ``MAX_STATE_DEPTH`` (the path's levels plus
+    the written value's own nesting), or ``None``. Iterative: never recurses, whatever the depth it meets; an op
+    whose ``from`` does not resolve is left to the patch library (it fails there)."""
+    if not isinstance(op, dict) or op.get("op") not in _WRITING_OPS or not isinstance(op.get("path"), str):
+        return None
+    levels = len(pointer_parts(op["path"]))  # containers above the written value: the root and the path's parents
+    if _WRITING_OPS[op["op"]] == "value":
+        value = op.get("value")
+    else:
+        value = _resolved(root, op.get("from"))
+    if levels > MAX_STATE_DEPTH or too_deep(value, MAX_STATE_DEPTH - levels):
+        return (f"nests the state deeper than {MAX_STATE_DEPTH} levels (MAX_STATE_DEPTH: a path of {levels} "
+                f"levels holding a value that nests further)")
+    return None
+
+
+def _resolved(root: Any, pointer: Any) -> Any:
+    """The value at JSON pointer ``pointer`` in ``root`` (``None`` when it does not resolve), without recursion."""
+    if not isinstance(pointer, str):
+        return None
+    node = root
+    for part in pointer_parts(pointer):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node

@@ -23,7 +23,6 @@ divergence (absolute and as a fraction of the episode), per episode length, with
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -157,8 +156,10 @@ async def run_chained(episodes: Sequence[dict[str, Any]], provider: Provider, ru
     rows = [done[e["id"]] for e in episodes if e["id"] in done]
     summary = chained_summary(rows, model=getattr(provider, "name", "model"), prompt_mode=prompt_mode,
                               prompt_version=prompt_version)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (run_dir / "report.md").write_text(chained_markdown(summary))
+    from envsim.safe_files import write_json, write_text
+
+    write_json(run_dir / "summary.json", summary)  # renamed into place, never written through a planted link
+    write_text(run_dir / "report.md", chained_markdown(summary))
     return summary
 
 

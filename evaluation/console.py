@@ -49,6 +49,16 @@ def infra_lines(unscored: int, total: int, reasons: Mapping[str, int] | list[str
         "  a re-run of the same command retries them; the answers already scored are kept"]
 
 
+def bad_record_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Console lines for the bad records of a run (``summary["bad_records"]``; none when there are none)."""
+    bad = summary.get("bad_records") or 0
+    if not bad:
+        return []
+    return ([f"{bad} of {summary.get('samples')} samples are bad records: EnvSim cannot build their prompt (not "
+             "scored, not counted, not retried by a re-run; fix the benchmark file)"]
+            + [f"  {line}" for line in top_reasons(summary.get("bad_record_reasons"))])
+
+
 def format_summary(summary: dict[str, Any], run_dir: Path) -> str:
     """Console summary: overall and per-stratum rates with 95% intervals (``*`` after n: a small group)."""
     lines = [f"{summary['model']} on {summary['benchmark']}/{summary['split']} ({summary['prompt_mode']}): "

@@ -170,8 +170,9 @@ def build_module(code: str, tool_name: str) -> ShownModule:
     body = tree.body
     calls = _self_calls(tree)
     methods = [n for n in body if _is_method(n)]
+    method_ids = {id(n) for n in methods}  # a set: a list membership test per statement made this quadratic
     classes = [n for n in body if isinstance(n, ast.ClassDef)]
-    rest = "\n\n".join(_segment(lines, n) for n in body if n not in methods)
+    rest = "\n\n".join(_segment(lines, n) for n in body if id(n) not in method_ids)
     if any(m.name == tool_name for m in methods):
         members = "\n\n".join(textwrap.indent(_segment(lines, m), "    ") for m in methods)
         source = (f"{PRELUDE}\n\n{rest}\n\n\nclass {CLASS_NAME}(Environment):\n{members}\n\n\n"

@@ -12,6 +12,7 @@ given one cause:
 | ``outside_prompt`` | the shown code on the shown state gives another answer: the output depends on something the prompt does not show |
 | ``sandbox_refusal`` | the sandbox refused the code (a forbidden operation, a time, memory or size limit) |
 | ``prompt_unreadable`` | the prompt could not be read back (a bug of the reader or a malformed prompt) |
+| ``bad_record`` | the record nests past what EnvSim's own code handles (``RecursionError``): not classified further |
 
 Decision order (first that applies): the executor's own status (unreadable, no code, refusal); an undefined
 name (``NameError``, or ``AttributeError`` on a method the code calls on ``self``); the state (a view re-run on
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 CAUSES = ("code_not_shown", "name_not_defined", "state_rendered_differently", "outside_prompt", "sandbox_refusal",
-          "prompt_unreadable")
+          "prompt_unreadable", "bad_record")
 MISSES_FILE = "executor_misses.json"
 _NAME_ERROR = re.compile(r"NameError: name '([^']+)' is not defined")
 _ATTRIBUTE_ERROR = re.compile(r"AttributeError: '[^']+' object has no attribute '([^']+)'")
@@ -186,11 +187,24 @@ def single_misses(records: Iterable[dict[str, Any]], rows: dict[str, dict[str, A
         row = rows.get(record["id"])
         if not row or row.get("status") != "scored" or (row.get("fm") and row.get("cm")):
             continue
-        record = record.materialised() if hasattr(record, "materialised") else record
-        messages = build_messages(record, mode, class_source=(class_sources or {}).get(record["env"]),
-                                  version=version)
-        misses.append(miss_entry(record, row, messages))
+        try:
+            record = record.materialised() if hasattr(record, "materialised") else record
+            messages = build_messages(record, mode, class_source=(class_sources or {}).get(record["env"]),
+                                      version=version)
+            misses.append(miss_entry(record, row, messages))
+        except RecursionError as exc:  # one record too deep for our code: named, the others still classified
+            misses.append(bad_record_entry(record, row, exc))
     return misses
+
+
+def bad_record_entry(record: dict[str, Any], row: dict[str, Any], exc: BaseException,
+                     sample_id: str | None = None) -> dict[str, Any]:
+    """The miss entry of a record EnvSim's own code could not handle (cause ``bad_record``, the error as detail)."""
+    action = record.get("action")
+    return {"id": sample_id or record.get("id"), "env": record.get("env"),
+            "tool": action.get("name") if isinstance(action, dict) else None,
+            "stratum": record.get("stratum"), "fm": bool(row.get("fm")), "cm": bool(row.get("cm")),
+            "cause": "bad_record", "detail": f"{type(exc).__name__}: {str(exc)[:200]}"}
 
 
 def chained_misses(episodes: Sequence[dict[str, Any]], rows: dict[str, dict[str, Any]], mode: str,
@@ -223,8 +237,11 @@ def chained_misses(episodes: Sequence[dict[str, Any]], rows: dict[str, dict[str,
                 record = {"id": episode["id"], "env": episode["env"], "state": state, "action": step["action"],
                           "code": step["code"], "tools": episode["tools"], "observation": transition.observation,
                           "next_state": transition.next_state, "patch": transition.patch, "stratum": step["stratum"]}
-                messages = build_messages(record, mode, class_source=source, version=version)
-                entries.append(miss_entry(record, scored, messages, f"{episode['id']}#{index}"))
+                try:
+                    messages = build_messages(record, mode, class_source=source, version=version)
+                    entries.append(miss_entry(record, scored, messages, f"{episode['id']}#{index}"))
+                except RecursionError as exc:
+                    entries.append(bad_record_entry(record, scored, exc, f"{episode['id']}#{index}"))
             state = transition.next_state
         carried = sum(1 for s in steps if s["index"] > last and not (s.get("fm") and s.get("cm")))
         if entries and carried:
@@ -264,7 +281,9 @@ def write_misses(run_dir: Path, misses: Sequence[dict[str, Any]]) -> None:
 def read_miss_counts(run_dir: Path) -> dict[str, Any] | None:
     """``{"total", "by_cause"}`` of ``RUN/executor_misses.json`` (``None`` when absent or unreadable)."""
     try:
-        payload = json.loads((run_dir / MISSES_FILE).read_text())
+        from envsim.safe_files import read_json
+
+        payload = read_json(run_dir / MISSES_FILE)
         return {"total": len(payload["misses"]), "by_cause": dict(payload["by_cause"])}
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -320,7 +339,9 @@ def record_run_misses(run_dir: Path, records: Iterable[dict[str, Any]], mode: st
     if chained:  # the chained summary is written by the episode runner: the counts are added to it here
         summary_path = run_dir / "summary.json"
         try:
-            summary = json.loads(summary_path.read_text())
+            from envsim.safe_files import read_json
+
+            summary = read_json(summary_path)
             summary["executor_misses"] = read_miss_counts(run_dir)
             from envsim.evaluation.report import write_text_atomic
 

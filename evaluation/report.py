@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from functools import partial
@@ -143,7 +142,8 @@ def summarize(results: Iterable[dict[str, Any]], config: dict[str, Any]) -> dict
     same results are always the same."""
     rows = sorted(results, key=lambda r: str(r.get("id")))
     scored = [r for r in rows if r.get("status") == "scored"]
-    infra = [r for r in rows if r.get("status") != "scored"]
+    bad = [r for r in rows if r.get("status") == "bad_record"]
+    infra = [r for r in rows if r.get("status") not in ("scored", "bad_record")]
     by_stratum = _grouped(scored, "stratum")
     by_delta = _grouped(scored, "delta_size")
     by_arity = _grouped(scored, "arg_count")
@@ -177,6 +177,8 @@ def summarize(results: Iterable[dict[str, Any]], config: dict[str, Any]) -> dict
         "latency_s": {"mean": round(float(np.mean(latencies)), 4) if latencies else None,
                       "p95": round(float(np.percentile(latencies, 95)), 4) if latencies else None},
         **failure_summary_fields(scored),
+        # only a run with bad records gets these keys (a clean run's summary keeps its v1/v2 form)
+        **({"bad_records": len(bad), "bad_record_reasons": reason_counts(bad)} if bad else {}),
     }
 
 
@@ -279,6 +281,11 @@ def _unscored_section(summary: dict[str, Any]) -> list[str]:
         why = (f"all {total} samples failed before an answer could be scored (infrastructure failures below)"
                if total else "the run directory holds no results")
         parts.append(f"**No sample was scored** — {why}; the figures below are empty ({EMPTY}).\n")
+    if summary.get("bad_records"):
+        parts.append(f"## Bad records: {summary['bad_records']} of {total} samples were not scored\n\n"
+                     "Their records are at fault (EnvSim cannot build their prompt); they are left out of every "
+                     "figure and a re-run does not try them again: fix the benchmark file.\n\n"
+                     + _reason_lines(summary.get("bad_record_reasons") or {}))
     if infra:
         parts.append(f"## Infrastructure failures: {infra} of {total} samples were not scored\n\n"
                      "They are not counted as wrong and are left out of every figure; a re-run of the same command "
@@ -420,17 +427,18 @@ def report_files(run_dir: Path) -> list[Path]:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path`` (never half a file)."""
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_text(text, encoding="utf-8")
-    os.replace(temp, path)
+    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``: never half a file, never
+    through a link planted in the run directory (``envsim.safe_files.write_text``)."""
+    from envsim.safe_files import write_text
+
+    write_text(path, text)
 
 
 def save_figure_atomic(figure: "Figure", path: Path, **kwargs: Any) -> None:
-    """``figure.savefig`` to a temporary file beside ``path``, then renamed over it."""
-    temp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    figure.savefig(temp, **kwargs)
-    os.replace(temp, path)
+    """``figure.savefig`` to a temporary file beside ``path``, then renamed over it (``envsim.safe_files``)."""
+    from envsim.safe_files import save_figure
+
+    save_figure(figure, path, **kwargs)
 
 
 def checked_results(run_dir: Path, config: dict[str, Any],
@@ -453,7 +461,9 @@ def write_reports(run_dir: Path, sample_ids: Sequence[str] | None = None) -> dic
     of the run's benchmark are ignored (``summary["warnings"]`` says so); files are replaced atomically.
     ``sample_ids``: the run's sample ids, in benchmark order, when the caller has them (``envsim eval`` does:
     the benchmark is then not read a second time); without them they come from the benchmark in config.json."""
-    config = json.loads((run_dir / "config.json").read_text())
+    from envsim.safe_files import read_json
+
+    config = read_json(run_dir / "config.json")
     checked = checked_results(run_dir, config, sample_ids)
     summary = summarize(checked.rows, config)
     # Only a run with dropped rows or warnings gets these keys: a clean run's summary.json keeps its v1/v2 form.
@@ -466,8 +476,8 @@ def write_reports(run_dir: Path, sample_ids: Sequence[str] | None = None) -> dic
     endpoints = run_dir / "endpoints.json"            # written by envsim eval with several --base-url
     if endpoints.exists():
         try:
-            summary["endpoints"] = json.loads(endpoints.read_text())
-        except ValueError:
+            summary["endpoints"] = read_json(endpoints)
+        except (OSError, ValueError):
             pass
     from envsim.evaluation.executor_misses import read_miss_counts
 
@@ -500,10 +510,12 @@ COMPARED_SETTINGS = (("benchmark", "benchmark"), ("split", "split"), ("benchmark
 
 def _load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """A run's summary (built when missing) and its settings (``config.json``, else the summary's)."""
+    from envsim.safe_files import read_json
+
     path = run_dir / SUMMARY_FILE
-    summary = json.loads(path.read_text()) if path.exists() else write_reports(run_dir)
+    summary = read_json(path) if path.exists() else write_reports(run_dir)
     config_path = run_dir / "config.json"
-    config = json.loads(config_path.read_text()) if config_path.exists() else {}
+    config = read_json(config_path) if config_path.exists() else {}
     return summary, {key: config.get(key, summary.get(key)) for key, _ in COMPARED_SETTINGS}
 
 
@@ -584,6 +596,6 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None) -> Comparison:
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         written = [out / COMPARISON_FILE, out / PLOT_FILE]
-        written[0].write_text(text)
+        write_text_atomic(written[0], text)
         plot_cm_by_delta(summaries, written[1], warnings)
     return Comparison(text, warnings, written)

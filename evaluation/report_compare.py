@@ -6,13 +6,13 @@ are refused: their figures do not answer the same question.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from envsim.evaluation.report import (COMPARED_SETTINGS, COMPARISON_FILE, Comparison, comparability_warnings,
                                       compare_runs, run_label, write_text_atomic)
 from envsim.evaluation.run_kinds import RunReport, UnknownRunKind
+from envsim.safe_files import read_json
 
 COMPARABLE = ("single", "chained", "tiers")
 
@@ -26,7 +26,7 @@ def compare_chained(reports: list[RunReport], out: Path) -> Comparison:
     summaries: dict[str, dict[str, Any]] = {}
     settings: dict[str, dict[str, Any]] = {}
     for report in reports:
-        config = json.loads((report.path / "config.json").read_text())
+        config = read_json(report.path / "config.json")
         label = run_label(report.path, report.summary, config)
         label = label if label not in summaries else f"{label} [{report.path}]"
         summaries[label] = report.summary

@@ -16,11 +16,13 @@ renamed over the old one, and a file is rewritten only when its rebuild succeede
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from envsim.evaluation.report import REPORT_FILE, SUMMARY_FILE, save_figure_atomic, write_text_atomic
+from envsim.safe_files import read_json, read_text
 
 KINDS = ("single", "chained", "rollout", "simulate", "tiers")
 
@@ -45,7 +47,7 @@ class RunReport:
 
 def _config(path: Path) -> dict[str, Any]:
     try:
-        config = json.loads((path / "config.json").read_text())
+        config = read_json(path / "config.json")  # bounded, never through a link (envsim.safe_files)
     except (OSError, ValueError) as exc:
         raise UnknownRunKind(f"{path}/config.json cannot be read: {exc}") from None
     if not isinstance(config, dict):
@@ -54,13 +56,14 @@ def _config(path: Path) -> dict[str, Any]:
 
 
 def tier_dirs(path: Path) -> list[Path]:
-    """The tier folders of a tiers directory (sub-folders holding a ``config.json``), in name order."""
-    return sorted(p for p in path.iterdir() if p.is_dir() and (p / "config.json").is_file())
+    """The tier folders of a tiers directory (sub-folders holding a ``config.json``), in name order; a folder that
+    is a symbolic link (it may lead out of the directory) is not a tier."""
+    return sorted(p for p in path.iterdir() if not p.is_symlink() and p.is_dir() and (p / "config.json").is_file())
 
 
 def run_kind(path: Path) -> str:
     """The kind of ``path`` (see the module table); raises ``UnknownRunKind`` for anything else."""
-    if (path / "config.json").is_file():
+    if os.path.lexists(path / "config.json"):  # a link or FIFO there is refused by _config, never read
         track = _config(path).get("track") or "single"
         if track not in ("single", "chained", "rollout"):
             raise UnknownRunKind(f"{path}: config.json names track {track!r}, which envsim report does not know")
@@ -76,21 +79,17 @@ def run_kind(path: Path) -> str:
 
 
 def _read_jsonl(path: Path) -> list[Any]:
-    rows = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except (ValueError, RecursionError):
-                continue
-    return rows
+    """Every readable JSON line of a run file (bounded, never through a link: ``runner.iter_result_lines``)."""
+    from envsim.evaluation.runner import iter_result_lines
+
+    return list(iter_result_lines(path))
 
 
 def _single(path: Path) -> RunReport:
     from envsim.evaluation.report import report_files, write_reports
 
     summary = write_reports(path)
-    return RunReport(path, "single", (path / REPORT_FILE).read_text(), report_files(path),
+    return RunReport(path, "single", read_text(path / REPORT_FILE), report_files(path),
                      list(summary.get("warnings", [])), summary)
 
 
@@ -142,8 +141,7 @@ def _rollout(path: Path) -> RunReport:
         if isinstance(row, dict) and isinstance(row.get("steps"), list):
             latest[(row.get("env"), row.get("seed"))] = row
     if not latest:
-        text = (path / "drift.md").read_text() if (path / "drift.md").exists() else \
-            f"# Rollout track\n\nNo episode in {path / 'episodes.jsonl'}.\n"
+        text = _shown_text(path / "drift.md", f"# Rollout track\n\nNo episode in {path / 'episodes.jsonl'}.\n")
         return RunReport(path, "rollout", text)
     episodes = list(latest.values())
     horizon = int(config.get("horizon") or max(len(e["steps"]) for e in episodes))
@@ -159,10 +157,21 @@ def _rollout(path: Path) -> RunReport:
 
 def _simulate(path: Path) -> RunReport:
     """An ``envsim simulate`` output: its episodes are not kept, so nothing is rebuilt; drift.md is shown."""
-    text = (path / "drift.md").read_text() if (path / "drift.md").exists() else \
-        f"# Simulation\n\n{path} has no drift report (run with --shadow to get one).\n"
+    text = _shown_text(path / "drift.md", f"# Simulation\n\n{path} has no drift report (run with --shadow to get "
+                                          "one).\n")
     return RunReport(path, "simulate", text,
                      warnings=[f"{path} is an 'envsim simulate' output: shown as written, nothing rebuilt"])
+
+
+def _shown_text(path: Path, missing: str) -> str:
+    """A report file shown as written (bounded, never through a link), ``missing`` when there is none, or why it
+    is not shown."""
+    try:
+        return read_text(path)
+    except FileNotFoundError:
+        return missing
+    except OSError as exc:
+        return f"({exc})\n"
 
 
 def _tiers_functions() -> Any:

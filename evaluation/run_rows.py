@@ -15,7 +15,7 @@ BOOL_FIELDS = ("parsed", "fm", "cm", "cm_lenient", "cm_original", "fm_json", "cm
 NUMBER_FIELDS = ("delta_precision", "delta_recall", "delta_f1")
 INT_FIELDS = ("delta_size", "arg_count")
 TEXT_FIELDS = ("stratum", "domain", "tool")
-STATUSES = ("scored", "infra_failure")
+STATUSES = ("scored", "infra_failure", "bad_record")
 
 
 def _is_int(value: Any) -> bool:

@@ -35,6 +35,10 @@ from envsim.jsonsafe import dumps_line
 from envsim.tokens import eval_token_fields
 
 MAX_STORED_ANSWER = 20_000
+#: The status of a sample whose record EnvSim's own code cannot handle (it nests past what the prompt builder
+#: can write: ``RecursionError``): named with its reason, never retried, counted apart from scored samples and
+#: from infrastructure failures (``summary["bad_records"]``).
+BAD_RECORD = "bad_record"
 
 
 LOCK_NAME = ".lock"
@@ -232,17 +236,18 @@ class RetryPolicy:
         return min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
 
 
-def iter_result_lines(path: Path) -> Iterator[Any]:
+def iter_result_lines(path: Path, root: Path | None = None) -> Iterator[Any]:
     """Every readable JSON line of a ``results.jsonl`` in order; a torn last line (killed mid-write) is
-    skipped; a missing file yields nothing."""
-    if not path.exists():
-        return
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            try:
-                yield json.loads(line)
-            except (ValueError, RecursionError):
-                continue
+    skipped; a missing file yields nothing. Read bounded and never through a link (``envsim.safe_files.iter_lines``:
+    a regular file below ``root``, lines up to ``MAX_LINE_BYTES``): a ``results.jsonl`` linked to ``/dev/zero`` is
+    refused (``RunFileRefused``) instead of read until memory runs out."""
+    from envsim.safe_files import iter_lines
+
+    for line in iter_lines(path, root):
+        try:
+            yield json.loads(line)
+        except (ValueError, RecursionError):
+            continue
 
 
 def read_results(path: Path) -> dict[str, dict[str, Any]]:
@@ -258,13 +263,18 @@ def prepare_run_dir(run_dir: Path, config: EvalConfig) -> None:
 
 
 def _prepare_locked(run_dir: Path, config: EvalConfig) -> None:
+    from envsim.safe_files import RunFileRefused, read_json, write_json
+
     config_path = run_dir / "config.json"
     payload = {**asdict(config), "config_hash": config.digest()}
-    if config_path.exists():
+    if config_path.exists() or config_path.is_symlink():
         try:
-            existing = json.loads(config_path.read_text())
-        except json.JSONDecodeError:
+            existing = read_json(config_path)
+        except ValueError:
             existing = {}
+        except RunFileRefused as exc:  # a link or a FIFO planted at config.json: never read, never written through
+            raise RunConfigMismatch(f"{exc}; use another --run-dir or --overwrite") from None
+        existing = existing if isinstance(existing, dict) else {}
         if existing.get("config_hash") != payload["config_hash"]:
             changed = sorted(k for k in payload
                              if existing.get(k, ADDED_LATER.get(k)) != payload[k] and k != "config_hash")
@@ -272,9 +282,7 @@ def _prepare_locked(run_dir: Path, config: EvalConfig) -> None:
                 f"{run_dir} holds a run with other settings ({', '.join(changed) or 'unknown'}); "
                 "use another --run-dir or --overwrite")
         return
-    partial = config_path.with_name("config.json.partial")
-    partial.write_text(json.dumps(payload, indent=2) + "\n")
-    partial.replace(config_path)  # atomic: a reader sees the whole file or none
+    write_json(config_path, payload)  # atomic, never through a link: a reader sees the whole file or none
 
 
 def _domain_of(env_id: str) -> str:
@@ -295,9 +303,18 @@ async def _evaluate_one(record: dict[str, Any], provider: Provider, config: Eval
             "domain": domain or _domain_of(record["env"]),
             "stratum": record["stratum"], "delta_size": record["delta_size"], "arg_count": record["arg_count"]}
     try:
-        messages = None if skips_prompt(provider, record, config.prompt_mode) else \
-            build_messages(record, config.prompt_mode, class_source=class_sources.get(record["env"]),
-                           version=config.prompt_version)
+        if skips_prompt(provider, record, config.prompt_mode):
+            messages = None
+        elif builds_prompt_off_loop(record, config.prompt_mode):  # a view's analysis or a stored state's text:
+            # seconds at worst, in a worker thread, so the event loop (the other samples' requests) goes on
+            messages = await asyncio.get_running_loop().run_in_executor(
+                _prompt_pool(), _build_prompt, record, config, class_sources)
+        else:
+            messages = _build_prompt(record, config, class_sources)
+    except RecursionError as exc:  # the record nests past what EnvSim's own code handles: the record is at fault,
+        # and a re-run would fail the same way (a bad record, not an infrastructure failure to retry)
+        return {**base, "status": BAD_RECORD, "reason": f"prompt: {type(exc).__name__}: {str(exc)[:200]}",
+                "attempts": 0}
     except Exception as exc:  # noqa: BLE001 - a record the prompt builder cannot render fails alone
         return {**base, "status": "infra_failure", "reason": f"prompt: {type(exc).__name__}: {str(exc)[:200]}",
                 "attempts": 0}
@@ -369,6 +386,30 @@ def _scoring_pool() -> ThreadPoolExecutor:
     return _SCORING_POOL[0]
 
 
+def _build_prompt(record: dict[str, Any], config: EvalConfig, class_sources: dict[str, str]
+                  ) -> list[dict[str, str]]:
+    return build_messages(record, config.prompt_mode, class_source=class_sources.get(record["env"]),
+                          version=config.prompt_version)
+
+
+def builds_prompt_off_loop(record: dict[str, Any], mode: str) -> bool:
+    """Whether a sample's prompt is built in a worker thread (``_prompt_pool``), never on the event loop: a view
+    (``mdp-view``: an analysis bounded at ``envsim.envs.views.values.MAX_WORK``, seconds at worst) or a state stored
+    by reference (megabytes of JSON to write). Other prompts (v1: ~0.1 ms) are built in place."""
+    return mode == "mdp-view" or "state_ref" in record
+
+
+_PROMPT_POOL: list[ThreadPoolExecutor] = []
+
+
+def _prompt_pool() -> ThreadPoolExecutor:
+    """The threads that build costly prompts (process-wide, made on first use). Two, so that one slow analysis
+    does not hold every other view behind it."""
+    if not _PROMPT_POOL:
+        _PROMPT_POOL.append(ThreadPoolExecutor(max_workers=2, thread_name_prefix="envsim-prompt"))
+    return _PROMPT_POOL[0]
+
+
 def skips_prompt(provider: Provider, record: dict[str, Any], mode: str) -> bool:
     """Whether the prompt of ``record`` is neither built nor counted: a built-in baseline (null, oracle) never
     reads it, and a whole-state prompt of a state stored by reference (τ-bench: 0.45-1.2 M tokens, ~0.3 s to
@@ -427,11 +468,12 @@ async def run_samples(records: Iterable[dict[str, Any]], provider: Provider, con
 
 
 def scored_ids(path: Path) -> set[str]:
-    """Ids whose latest row in a ``results.jsonl`` is scored (what a resumed run skips)."""
+    """Ids whose latest row in a ``results.jsonl`` is done (what a resumed run skips): scored, or a bad record
+    (``BAD_RECORD``: the record itself is at fault, so trying it again gives the same)."""
     latest: dict[str, bool] = {}
     for row in iter_result_lines(path):
         if isinstance(row, dict) and isinstance(row.get("id"), str):
-            latest[row["id"]] = row.get("status") == "scored"
+            latest[row["id"]] = row.get("status") in ("scored", BAD_RECORD)
     return {key for key, scored in latest.items() if scored}
 
 

@@ -18,7 +18,7 @@ from envsim.evaluation.original_rule import original_rule_verdicts
 from envsim.evaluation.parsing import ParsedAnswer
 from envsim.evaluation.shared_states import (CopyOnWrite, canonical_order_after, same_json_shared,
                                             strictly_equal_shared, unshare_op)
-from envsim.patch_bounds import MAX_GROWTH_CHARS, CopyBudget, PatchBoundError  # noqa: F401 - re-exported
+from envsim.patch_bounds import MAX_GROWTH_CHARS, CopyBudget, PatchBoundError, nesting_problem  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -73,6 +73,9 @@ def apply_prediction(state: dict[str, Any], patch: list[dict[str, Any]]) -> dict
     doc = CopyOnWrite(state)
     budget = CopyBudget.for_state(state)  # the growth bound stored patches share (envsim.patch_bounds)
     for i, op in enumerate(patch):
+        deep = nesting_problem(op, doc.document)  # paths stack levels: a state past the decoder's depth is refused
+        if deep:
+            raise ValueError(f"patch op {i} ({str(op.get('op'))[:10]} {str(op.get('path'))[:40]}…) {deep}")
         if op.get("op") == "copy":
             found, value = _value_at(doc.document, op.get("from", ""))
             try:

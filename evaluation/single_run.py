@@ -5,13 +5,12 @@ untiered benchmark and for every one-step tier of a tiered one."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from envsim.evaluation.console import format_summary, infra_lines, live_rates
+from envsim.evaluation.console import bad_record_lines, format_summary, infra_lines, live_rates
 from envsim.evaluation.errors import BenchmarkUnavailable, PreflightStopped, RunDirUnusable, TokenizerMissing
 from envsim.evaluation.eval_options import EvalOptions
 from envsim.evaluation.eval_summary import EvalSummary
@@ -189,6 +188,8 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
         options.echo(format_summary(report, run_dir))
         for line in infra_lines(report["infra_failures"], report["samples"], report.get("infra_failure_reasons")):
             options.echo_err(line)
+        for line in bad_record_lines(report):
+            options.echo_err(line)
     return EvalSummary.from_summary(report, run_dir, options.min_scored.required, model=options.model,
                                     benchmark=options.benchmark)
 
@@ -328,13 +329,15 @@ def _endpoint_summary(provider: Any, run_dir: Path, options: EvalOptions) -> Non
         return
     from envsim.evaluation.fleet import format_endpoints, merge_reports
 
+    from envsim.safe_files import read_json, write_json
+
     path = run_dir / "endpoints.json"
     try:
-        previous = json.loads(path.read_text()) if path.exists() else []
+        previous = read_json(path) if path.exists() else []
     except (OSError, ValueError):
         previous = []
     merged = merge_reports(previous if isinstance(previous, list) else [], report())
-    path.write_text(json.dumps(merged, indent=2) + "\n")
+    write_json(path, merged)
     options.echo(format_endpoints(merged))
 
 

@@ -192,15 +192,17 @@ def run_tiers(plan: dict[str, dict[str, Any]], options: EvalOptions) -> EvalSumm
         else:
             summaries[name] = run_split(tier_options, preflight_done=True)
     base.mkdir(parents=True, exist_ok=True)
+    from envsim.safe_files import read_json, write_json, write_text
+
     try:  # tiers run earlier into the same directory (one tier at a time) stay in the table
-        table = json.loads((base / "tiers.json").read_text())
+        table = read_json(base / "tiers.json")
     except (OSError, ValueError):
         table = {}
     table = {**(table if isinstance(table, dict) else {}), **tiers_table({n: s.data for n, s in summaries.items()})}
     order = list(benchmark_tiers(options.benchmark))
     table = dict(sorted(table.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
-    (base / "tiers.json").write_text(json.dumps(table, indent=2) + "\n")
-    (base / "tiers.md").write_text(tiers_markdown(table, options.model, options.benchmark, not_run))
+    write_json(base / "tiers.json", table)  # never through a link planted in the tiers directory
+    write_text(base / "tiers.md", tiers_markdown(table, options.model, options.benchmark, not_run))
     options.echo(tiers_markdown(table, options.model, options.benchmark))
     for line in not_run_lines(not_run):
         options.echo_err(line)
@@ -225,9 +227,12 @@ def _run_chained(options: EvalOptions) -> EvalSummary:
     from envsim.evaluation.single_run import evenly_spaced, provider_for, retry_policy
     from envsim.progress import progress
 
+    from envsim.evaluation.prompts import view_problem
+
     run_dir = Path(options.run_dir or ".")
+    check = view_problem if options.prompt_mode == "mdp-view" else None  # a step no view can be derived from
     try:
-        episodes = evenly_spaced(load_episodes(options.benchmark, options.split), options.limit)
+        episodes = evenly_spaced(load_episodes(options.benchmark, options.split, check), options.limit)
     except (FileNotFoundError, ValueError) as exc:
         raise BenchmarkUnavailable(str(exc)) from None
     urls = endpoint_urls(options.base_urls, options.base_url_file)

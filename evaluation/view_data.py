@@ -84,8 +84,10 @@ def side_by_side(expected: str, predicted: str) -> list[list[str]]:
 
 
 def _png(path: Path) -> str | None:
-    try:
-        data = path.read_bytes()
+    from envsim.safe_files import MAX_PNG_BYTES, read_bytes
+
+    try:  # a regular file in the run directory only: never a link (a PNG elsewhere), a FIFO or /dev/zero
+        data = read_bytes(path, MAX_PNG_BYTES)
     except OSError:
         return None
     return base64.b64encode(data).decode("ascii") if data.startswith(PNG_MAGIC) else None
@@ -98,8 +100,10 @@ def _figure_png(figure: Any) -> str:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
+    from envsim.safe_files import read_json
+
+    try:  # bounded, never through a link (envsim.safe_files)
+        return read_json(path)
     except (OSError, ValueError, RecursionError):
         return None
 

@@ -276,5 +276,7 @@ def drift_figure(report: dict[str, Any], title: str) -> "Figure":
 
 
 def plot_drift(report: dict[str, Any], path: Path, title: str) -> None:
-    """Write :func:`drift_figure` as a PNG."""
-    drift_figure(report, title).savefig(path, dpi=110)
+    """Write :func:`drift_figure` as a PNG (renamed into place, never through a link: ``envsim.safe_files``)."""
+    from envsim.safe_files import save_figure
+
+    save_figure(drift_figure(report, title), path, dpi=110)

@@ -12,7 +12,6 @@ written before ``status`` existed count as scored) and retries the rest.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -34,13 +33,11 @@ def _key(env_id: str, seed: int) -> str:
 
 def _read_episodes(path: Path) -> dict[str, dict[str, Any]]:
     """The latest row per episode in ``episodes.jsonl`` (unreadable lines are skipped)."""
+    from envsim.evaluation.runner import iter_result_lines
+
     done: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
+    for row in iter_result_lines(path):  # bounded, never through a link (envsim.safe_files)
+        if isinstance(row, dict) and isinstance(row.get("env"), str) and "seed" in row:
             done[_key(row["env"], row["seed"])] = row
     return done
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 from envsim.envs.base import Environment
 from envsim.jsonsafe import dumps_line, write_text_atomic
+from envsim.safe_files import write_json, write_text
 from envsim.records import Action
 from envsim.simulation.drift import drift_markdown, drift_report, fallback_counts, is_scored, plot_drift
 from envsim.simulation.simulated import EnvSpec, SimulatedEnvironment
@@ -95,13 +96,13 @@ def write_outputs(episodes: Sequence[dict[str, Any]], out: Path, *, horizon: int
         _write_trajectories(out / "fallback_trajectories.jsonl", held_out)
     write_text_atomic(out / "steps.jsonl",
                       (dumps_line({"env": e["env"], "seed": e["seed"], **step}) for e in scored for step in e["steps"]))
-    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    write_json(out / "stats.json", stats)  # every file renamed into place: never written through a planted link
     if not shadow:
         return {}
     report = drift_report(episodes, horizon)
-    (out / "drift.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_json(out / "drift.json", report)
     # a fallback reason may quote the simulator's answer (a lone surrogate in a patch path): escaped, never a crash
-    (out / "drift.md").write_text(drift_markdown(report, title), encoding="utf-8", errors="backslashreplace")
+    write_text(out / "drift.md", drift_markdown(report, title), errors="backslashreplace")
     plot_drift(report, out / "drift.png", title)
     return report
 

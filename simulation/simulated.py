@@ -19,6 +19,7 @@ classes (``evaluation.failure_classes.step_verdicts``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import copy
 import time
 from dataclasses import dataclass
@@ -180,9 +181,16 @@ class SimulatedEnvironment:
         record = {"env": self.spec.env_id, "state": self.state, "action": action.to_json(),
                   "code": self.spec.code.get(action.name, f"# no tool named {action.name!r}\n"),
                   "tools": self.spec.tools}
-        messages = build_messages(record, self.prompt_mode, class_source=self.spec.class_source,
+        build = functools.partial(build_messages, record, self.prompt_mode, class_source=self.spec.class_source,
                                   history=[{"action": h.action, "observation": h.observation} for h in self.history],
                                   version=self.prompt_version)
+        if self.prompt_mode == "mdp-view":  # a view's analysis (seconds at worst): in a worker thread, never on the
+            # event loop that other episodes' requests share (evaluation.runner builds one-step prompts the same way)
+            from envsim.evaluation.runner import _prompt_pool
+
+            messages = await asyncio.get_running_loop().run_in_executor(_prompt_pool(), build)
+        else:
+            messages = build()
         reason: str | None = None
         tokens_in = tokens_out = 0
         started = time.monotonic()

@@ -27,6 +27,7 @@ from envsim.envs.registry import get_env, list_envs
 from envsim.envs.source import class_source
 from envsim.evaluation.prompts import (LATEST_PROMPT_VERSION, PROMPT_VERSION, build_messages, check_version,
                                        target_answer)
+from envsim.safe_files import write_json
 from envsim.training.sft import SFTSettings
 
 #: The SFT recipe's ``cutoff_len``: longer samples would be truncated by LLaMA-Factory.
@@ -136,7 +137,7 @@ def write_sft_dataset(records: list[dict[str, Any]], out_dir: Path, name: str, p
     write_jsonl((samples[i] for i in kept), out_dir / f"{name}.jsonl")
     records_path = out_dir / f"{name}.records.jsonl"  # large states stored once beside it (stored_states)
     write_jsonl(store_large_states([records[i] for i in kept], state_folder(records_path)), records_path)
-    (out_dir / "dataset_info.json").write_text(json.dumps(dataset_info(name, f"{name}.jsonl"), indent=2) + "\n")
+    write_json(out_dir / "dataset_info.json", dataset_info(name, f"{name}.jsonl"))
     return name, tokens
 
 
@@ -184,5 +185,5 @@ def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1"
              "by_stratum": {s: sum(r["stratum"] == s for r in records)
                             for s in ("failure", "no_change", "simple", "medium", "difficult", "extreme")},
              "tokens": tokens}
-    (out_dir / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    write_json(out_dir / "stats.json", stats)
     return stats

@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from envsim.evaluation.prompts import LATEST_PROMPT_VERSION, PROMPT_MODES, check_version
+from envsim.safe_files import write_json
 from envsim.training.grpo_generators import (Completion, EndpointGenerator, Generator, TorchGenerator,
                                               llama_cpp_response_format, prompt_ids)
 from envsim.training.rewards import COMPONENTS, RewardWeights, component_value, score_completion
@@ -388,8 +389,7 @@ def train_grpo_cpu(settings: CPUGRPOSettings, echo: Callable[[str], None] | None
     generator_kind = resolve_generator(settings.generator)
     out = settings.output_dir
     out.mkdir(parents=True, exist_ok=True)
-    (out / "grpo_cpu_config.json").write_text(json.dumps({**settings.to_json(), "generator_resolved": generator_kind},
-                                                         indent=2) + "\n")
+    write_json(out / "grpo_cpu_config.json", {**settings.to_json(), "generator_resolved": generator_kind})
     tokenizer = _tokenizer(settings.model)
     model = AutoModelForCausalLM.from_pretrained(settings.model, dtype=torch.float32)
     model.train()
@@ -463,7 +463,7 @@ def train_grpo_cpu(settings: CPUGRPOSettings, echo: Callable[[str], None] | None
                "reward_by_step": [r["reward_mean"] for r in history],
                "zero_spread_groups": sum(r["zero_spread_groups"] for r in history),
                "trainable_parameters": sum(p.numel() for p in trainable)}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_json(out / "summary.json", summary)
     return summary
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -121,20 +120,14 @@ def write_if_changed(path: Path, text: str) -> None:
 
     Every node of a multi-node job writes the same config files into a shared run directory; a plain
     ``write_text`` would let one node read a file another node is truncating."""
-    try:
-        if path.read_text(encoding="utf-8") == text:
+    from envsim.safe_files import read_bytes, write_text
+
+    try:  # read as a run file is read: a link (or a FIFO) there is never followed, so it is replaced below
+        if read_bytes(path, len(text.encode("utf-8"))) == text.encode("utf-8"):
             return
-    except (OSError, UnicodeDecodeError):
+    except OSError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as sink:
-            sink.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text(path, text)  # a temporary file renamed into place, never through a link planted at the name
 
 
 def format_env(env: Mapping[str, str]) -> str:

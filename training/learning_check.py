@@ -9,7 +9,6 @@ config ``envsim train sft`` writes, then scored again on the same held-out sampl
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import subprocess
@@ -23,6 +22,7 @@ from envsim.construction.pipeline import build_pool
 from envsim.construction.splits import training_envs
 from envsim.envs.registry import list_envs
 from envsim.evaluation.prompts import PROMPT_VERSION, build_messages, target_answer
+from envsim.safe_files import open_fresh, write_json
 from envsim.training.data import write_sft_files
 from envsim.training.local_eval import evaluate_local
 from envsim.training.sft import SFTSettings, launch_command, write_sft_files as write_sft_config
@@ -97,7 +97,7 @@ def run_learning_check(work_dir: Path, settings: LearningCheckSettings | None = 
     command, extra_env = launch_command(config_path, 1)
     started = time.monotonic()
     log = work_dir / "sft.log"
-    with log.open("w") as handle:
+    with open_fresh(log) as handle:  # a new file: never a link planted at the name
         path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"   # this venv's launcher
         code = subprocess.call(command, env={**os.environ, **extra_env, "PATH": path}, stdout=handle,
                                stderr=subprocess.STDOUT)
@@ -109,5 +109,5 @@ def run_learning_check(work_dir: Path, settings: LearningCheckSettings | None = 
                "heldout_envs": sorted({r["env"] for r in heldout}), "train_seconds": round(train_seconds, 1),
                "before": _summary(before), "after": _summary(after),
                "after_answers": after["answers"][:4]}
-    (work_dir / "learning_check.json").write_text(json.dumps(figures, indent=2) + "\n")
+    write_json(work_dir / "learning_check.json", figures)
     return figures

@@ -11,9 +11,10 @@ large ones (``construction.stored_states.STORE_MIN_CHARS``) are also stored once
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
+
+from envsim.safe_files import write_json
 
 STRATA = ("failure", "no_change", "simple", "medium", "difficult", "extreme")
 #: States at least this long (JSON characters, about 5,000 tokens) are prompted with views: a whole-state
@@ -75,5 +76,5 @@ def build_own_env_data(env_ids: Sequence[str], recipe: dict[str, Any], out_dir: 
              "prompt_mode": mode, "prompt_version": version, "states_stored_once": large, "rationales": False,
              "cutoff": cutoff, "dropped_over_cutoff": len(dropped),
              "by_stratum": {s: sum(r["stratum"] == s for r in kept) for s in STRATA}, "tokens": tokens}
-    (out_dir / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    write_json(out_dir / "stats.json", stats)
     return stats

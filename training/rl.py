@@ -268,9 +268,9 @@ def train_grpo(settings: RLSettings) -> dict[str, Any]:
         tokenizer.save_pretrained(str(out))
         trainer.state.save_to_json(str(out / "trainer_state.json"))
         steps = [entry for entry in trainer.state.log_history if "reward" in entry]
-        with (out / "rewards.jsonl").open("w", encoding="utf-8") as handle:
-            for entry in steps:
-                handle.write(json.dumps(entry, sort_keys=True) + "\n")
+        from envsim.safe_files import write_lines
+
+        write_lines(out / "rewards.jsonl", (json.dumps(entry, sort_keys=True) for entry in steps))
     summary = {"global_step": trainer.state.global_step, "prompts": len(records), "output_dir": str(out),
                "reward_by_step": [entry.get("reward") for entry in trainer.state.log_history if "reward" in entry]}
     return summary

@@ -154,7 +154,9 @@ def start_server(model: str, backend: Backend = "auto", host: str = "127.0.0.1",
             raise RuntimeError(f"{command[0]!r} not found: install vLLM (GPU) or the [train] extra "
                                "(transformers serve)")
         command[0] = executable
-    log = open(log_path, "w") if log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the process
+    from envsim.safe_files import open_fresh
+
+    log = open_fresh(log_path) if log_path else subprocess.DEVNULL  # owned by the process; never through a link
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     server = RunningServer(process, f"http://{host}:{port}/v1", model)
     deadline = time.monotonic() + ready_timeout

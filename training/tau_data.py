@@ -12,11 +12,11 @@ paths in the target patch. States are stored once under ``<out>/tau_states`` and
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from envsim.evaluation.prompts import VIEW_PROMPT_VERSION, check_version
+from envsim.safe_files import write_json
 
 #: Dataset name: ``tau_sft.records.jsonl`` resolves its states from ``tau_states/`` (``state_store.state_folder``).
 TAU_DATASET = "tau_sft"
@@ -53,5 +53,5 @@ def build_tau_sft_data(out_dir: Path, *, prompt_version: str | None = None, cuto
              "by_outcome": {o: sum(r["outcome"] == o for r in kept) for o in ("failure", "no_change", "change")},
              "by_env": {env: sum(r["env"] == env for r in kept) for env in sorted({r["env"] for r in kept})},
              "by_stratum": {s: sum(r["stratum"] == s for r in kept) for s in STRATA}, "tokens": tokens}
-    (out_dir / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    write_json(out_dir / "stats.json", stats)
     return stats

@@ -30,9 +30,14 @@ from envsim.envs.views.expressions import ExpressionsMixin
 from envsim.envs.views.state import StateAccessMixin
 from envsim.envs.views.statements import StatementsMixin
 from envsim.envs.views.values import (  # noqa: F401  (re-exported: importers use envsim.envs.views.analysis)
-    MAX_CALL_DEPTH, MAX_KNOWN, MAX_STEPS, UNKNOWN, DictV, FilterNote, ItemsOf, Known, Node, Path, ReadNeeds, Seq,
-    TupleV, _Budget, _Raised, _Return, known, pointer,
+    MAX_CALL_DEPTH, MAX_KNOWN, MAX_STEPS, MAX_WORK, UNKNOWN, DictV, FilterNote, ItemsOf, Known, Node, Path, ReadNeeds,
+    Seq, TupleV, Work, _Budget, _Raised, _Return, known, pointer, set_work,
 )
+
+#: Longest tool code the analysis parses (characters), checked before parsing: a syntax tree costs up to ~900 bytes
+#: per source byte (12 MB of code peaked at 5.9 GB), so 256 KiB stays near 225 MB at worst. The shipped benchmarks'
+#: longest ``code`` is 11,275 characters; ``from_envscaler`` bounds a class source the same way.
+MAX_TOOL_SOURCE_CHARS = 256 << 10
 
 
 class ToolCodeUnreadable(ValueError):
@@ -41,7 +46,13 @@ class ToolCodeUnreadable(ValueError):
 
 def parse_tool_source(source: str) -> ast.Module:
     """``ast.parse(source)``; ``ToolCodeUnreadable`` (with the parser's reason) when the code cannot be parsed,
-    including nesting the parser refuses (``too many nested parentheses``, its recursion or stack limit)."""
+    including nesting the parser refuses (``too many nested parentheses``, its recursion or stack limit), and
+    (before any parsing) code longer than ``MAX_TOOL_SOURCE_CHARS``."""
+    if not isinstance(source, str):
+        raise ToolCodeUnreadable(f"code is a {type(source).__name__}, not text")
+    if len(source) > MAX_TOOL_SOURCE_CHARS:
+        raise ToolCodeUnreadable(f"{len(source):,} characters, over the {MAX_TOOL_SOURCE_CHARS:,}-character limit "
+                                 "(MAX_TOOL_SOURCE_CHARS) on code the analysis parses")
     try:
         return ast.parse(source)
     except (SyntaxError, ValueError) as exc:
@@ -60,8 +71,10 @@ class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMix
         self.module = parse_tool_source(source)
         self.functions: dict[str, ast.FunctionDef] = {}
         self.constants: dict[str, Any] = {}
+        self._constant_values: dict[str, Any] = {}  # name -> its Known (``known`` of a constant, made once)
         self._collect(self.module.body)
         self.steps = 0
+        self.work = Work()
         self.depth = 0
         self._loop_vars: set[str] = set()
         self._pairs: dict[str, str] = {}  # value variable -> key variable of a ``for k, v in d.items()``
@@ -128,18 +141,32 @@ class ReadAnalyzer(StateAccessMixin, StatementsMixin, ExpressionsMixin, CallsMix
         for arg, default in zip(func.args.kwonlyargs, func.args.kw_defaults):
             env[arg.arg] = known(arguments[arg.arg]) if arg.arg in arguments else (
                 self._literal(default) if default is not None else UNKNOWN)
+        self.work = Work()  # the work and time budget, started now (charged through ``charge`` too: values.py)
+        previous = set_work(self.work)
         try:
             self._run_body(func.body, env)
             self.use(env.get("<return>"))  # the observation is the returned value, read whole
         except (_Return, _Raised):
             pass
-        except _Budget:
-            self.needs.widened.append(f"analysis budget ({MAX_STEPS} steps) spent: whole state")
-            self.needs.full.add(())
-        except RecursionError:  # code that parses but nests past the interpreter's recursion: analysed no further
+        except _Budget as spent:
+            self.needs.widened.append(spent.reason or f"analysis budget ({MAX_STEPS} steps) spent: whole state")
+            self._spent()
+        except (RecursionError, MemoryError):  # code that parses but nests past the interpreter's recursion (or
+            # a fold the bounds let through that still cannot be held): analysed no further
             self.needs.widened.append("code nested too deeply to analyse: whole state")
-            self.needs.full.add(())
+            self._spent()
+        finally:
+            set_work(previous)
         return self.needs
+
+    def _spent(self) -> None:
+        """The analysis stopped part-way: whatever it gathered is dropped (it may be large) and the view is the
+        whole state (never less than the call can read)."""
+        widened = self.needs.widened
+        self.needs = ReadNeeds(whole_records=self.needs.whole_records)
+        self.needs.widened = widened
+        self.needs.full.add(())
+        self.written.clear()
 
     def _literal(self, node: ast.AST) -> Any:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from envsim.envs.views.operators import _MUTATORS_NO_READ, _PURE_BUILTINS, _PURE_STR_METHODS
+from envsim.envs.views.operators import _MUTATORS_NO_READ, _PURE_BUILTINS, _PURE_STR_METHODS, check_str_method
 from envsim.envs.views.values import MAX_CALL_DEPTH, UNKNOWN, ItemsOf, Known, Node, Seq, TupleV, known
 
 
@@ -63,7 +63,8 @@ class CallsMixin:
             if isinstance(base, Known) and (method in _PURE_STR_METHODS or method in ("count", "index")):
                 pure_args = [a for a in args]
                 if all(isinstance(a, Known) for a in pure_args):
-                    return self._fold(lambda b, *xs: getattr(b, method)(*xs), [base] + pure_args)
+                    return self._fold(lambda b, *xs: check_str_method(b, method, xs) or getattr(b, method)(*xs),
+                                      [base] + pure_args)
             if isinstance(base, ItemsOf):
                 self.use(base)
                 return UNKNOWN

@@ -6,9 +6,9 @@ import ast
 import itertools
 from typing import Any
 
-from envsim.envs.views.operators import _binop, _boolop, _cmpop, _format, _unaryop
+from envsim.envs.views.operators import _binop, _boolop, _cmpop, _format, _unaryop, fold_size
 from envsim.envs.views.values import (
-    MAX_KNOWN, UNKNOWN, DictV, ItemsOf, Known, Node, Seq, TupleV, _Raised, _union, known,
+    MAX_FOLD_SIZE, MAX_KNOWN, UNKNOWN, DictV, ItemsOf, Known, Node, Seq, TupleV, _Raised, _union, known,
 )
 
 
@@ -37,8 +37,10 @@ class ExpressionsMixin:
         if isinstance(node, ast.Name):
             if node.id in env:
                 return env[node.id]
-            if node.id in self.constants:
-                return known(self.constants[node.id])
+            if node.id in self.constants:  # a module constant: its candidate made once, not at every read
+                if node.id not in self._constant_values:
+                    self._constant_values[node.id] = known(self.constants[node.id])
+                return self._constant_values[node.id]
             if node.id in ("True", "False", "None"):
                 return known({"True": True, "False": False, "None": None}[node.id])
             return UNKNOWN
@@ -173,10 +175,13 @@ class ExpressionsMixin:
             return UNKNOWN
         out = []
         for combo in combos:
+            self.work.charge(1 + sum(fold_size(x) for x in combo) // 256)
             try:
-                out.append(fn(*combo))
-            except Exception:  # noqa: BLE001 - a failing pure fold is just not known
+                value = fn(*combo)
+            except Exception:  # noqa: BLE001 - a failing pure fold is just not known (FoldTooLarge included)
                 continue
+            if fold_size(value) <= MAX_FOLD_SIZE:  # a value past the bound (``str(record)``) is not kept
+                out.append(value)
         return known(*out) if out else UNKNOWN
 
     def _compare(self, node: ast.Compare, env: dict[str, Any]) -> Any:
@@ -213,6 +218,7 @@ class ExpressionsMixin:
             return UNKNOWN
         verdicts = []
         for p in container.paths:
+            self.work.charge(len(self.written))
             if any(w[:len(p)] == p and len(w) == len(p) + 1 for w in self.written):
                 return UNKNOWN
             try:
@@ -257,6 +263,7 @@ class ExpressionsMixin:
 
     def _comprehension(self, generators: list[ast.comprehension], elts: list[ast.expr],
                        env: dict[str, Any]) -> list[Any]:
+        self.work.charge(len(env))  # a copy of the variables: paid like any other work
         inner = dict(env)
         for gen in generators:
             iterable = self.eval(gen.iter, inner)
@@ -289,6 +296,7 @@ class ExpressionsMixin:
         keep = []
         key_name = gen.target.elts[0].id
         for p in kids.paths:
+            self.work.charge(len(env))  # a copy of the variables: paid like any other work
             trial = dict(env)
             trial[key_name] = Known((p[-1],))
             verdicts = [self.eval(cond, trial) for cond in gen.ifs]
@@ -304,6 +312,7 @@ class ExpressionsMixin:
             return
         elem = self.iterate(over) if over is not None else UNKNOWN
         for lam in lambdas:
+            self.work.charge(len(env))  # a copy of the variables: paid like any other work
             inner = dict(env)
             for arg in lam.args.args:
                 inner[arg.arg] = elem

@@ -14,7 +14,8 @@ class StateAccessMixin:
 
     # -- state access -------------------------------------------------------------------------------
     def at(self, path: Path) -> Any:
-        """The state value at ``path`` (``KeyError``/``IndexError``/``TypeError`` when absent)."""
+        """The state value at ``path`` (``KeyError``/``IndexError``/``TypeError`` when absent); one unit of work."""
+        self.work.charge(1)
         value = self.state
         for key in path:
             value = value[key]
@@ -27,12 +28,14 @@ class StateAccessMixin:
             container = self.at(parent)
         except (KeyError, IndexError, TypeError):
             container = None
+        self.work.charge(len(container) if isinstance(container, dict) else 1)
         position = {key: i for i, key in enumerate(container)} if isinstance(container, dict) else {}
         return lambda key: (position.get(key, len(position)), str(type(key)), str(key))
 
     def use(self, value: Any) -> None:
         """``value`` is read whole: its state nodes are needed as full subtrees."""
         if isinstance(value, Node):
+            self.work.charge(len(value.paths))
             self.needs.full.update(value.paths)
         elif isinstance(value, Seq):
             self.use(value.elem)
@@ -73,6 +76,7 @@ class StateAccessMixin:
         candidates, never remove them: branches are not told apart)."""
         if not (isinstance(target, Node) and isinstance(key, Known)):
             return
+        self.work.charge(len(target.paths) * len(key.values))
         for p in target.paths:
             for k in key.values:
                 if isinstance(k, (str, int, bool)):
@@ -108,6 +112,7 @@ class StateAccessMixin:
             except (KeyError, IndexError, TypeError):
                 continue
             self.needs.keys.add(p)
+            self.work.charge(len(container) if isinstance(container, (dict, list)) else 1)
             if isinstance(container, dict):
                 out.update(p + (k,) for k in container)
             elif isinstance(container, list):
@@ -129,6 +134,7 @@ class StateAccessMixin:
                 container = self.at(p)
             except (KeyError, IndexError, TypeError):
                 return None
+            self.work.charge(len(self.written))
             if not isinstance(container, dict) or any(
                     len(w) == len(p) + 1 and w[:len(p)] == p and w[-1] not in container for w in self.written):
                 return None
@@ -206,6 +212,7 @@ class StateAccessMixin:
         if isinstance(base, Known) and not isinstance(key, Known):
             elems = []
             for b in base.values:
+                self.work.charge(len(b) if isinstance(b, (dict, list, tuple)) else 1)
                 if isinstance(b, dict):
                     elems.extend(b.values())
                 elif isinstance(b, (list, tuple)):
@@ -227,6 +234,7 @@ class StateAccessMixin:
         if isinstance(value, Known):
             elems = []
             for v in value.values:
+                self.work.charge(len(v) if isinstance(v, (dict, list, tuple, set, str)) else 1)
                 if isinstance(v, dict):
                     elems.extend(v.keys())
                 elif isinstance(v, (list, tuple, set, str)):

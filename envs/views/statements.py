@@ -24,6 +24,8 @@ class StatementsMixin:
         self.steps += 1
         if self.steps > MAX_STEPS:
             raise _Budget()
+        if not self.steps & 255:
+            self.work.check_clock()
 
     def _stmt(self, stmt: ast.stmt, env: dict[str, Any]) -> None:
         self._tick()
@@ -132,6 +134,7 @@ class StatementsMixin:
     def _if(self, stmt: ast.If, env: dict[str, Any]) -> None:
         narrowed = None if stmt.orelse else self._narrow(stmt.test, env)
         if narrowed is not None:
+            self.work.charge(len(env))  # a copy of the variables: paid like any other work
             inner = dict(env)
             inner.update(narrowed)
             self._expr_used(stmt.test, inner)
@@ -172,6 +175,7 @@ class StatementsMixin:
         conjuncts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
         narrowed: dict[str, Any] = {}
         for conj in conjuncts:
+            self.work.charge(len(env))  # a copy of the variables: paid like any other work
             reached = dict(env)
             reached.update(narrowed)  # a conjunct is read on the records the earlier conjuncts let through
             if not (isinstance(conj, ast.Compare) and len(conj.ops) == 1 and isinstance(conj.ops[0], ast.Eq)):

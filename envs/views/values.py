@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -15,6 +17,17 @@ MAX_KNOWN = 64
 MAX_CALL_DEPTH = 6
 #: Most statements interpreted for one call (the budget of the fixpoint).
 MAX_STEPS = 20000
+#: Most units of work for one call: a state path visited, held or written (a read of a loop variable over 100,000
+#: records is 100,000 units), or 256 characters of candidate values compared. Spent: the view widens to the whole
+#: state. It bounds time (about a microsecond a unit) and memory (what the analysis holds it has paid for) alike;
+#: the largest real call measured needs far less (``docs/threat-model.md``).
+MAX_WORK = 1_000_000
+#: Wall-clock seconds one call's analysis may take (a backstop: the work budget ends it long before on this
+#: machine); past it the view widens to the whole state, with a note saying so.
+MAX_ANALYSIS_SECONDS = 30.0
+#: Longest text, list or number (in characters, elements or digits) a pure fold may make or start from: ``s * 10**9``,
+#: ``f"{x:>999999999}"`` or ``s + s`` repeated are not folded (their value is unknown instead).
+MAX_FOLD_SIZE = 100_000
 
 
 class _Unknown:
@@ -137,20 +150,33 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _dedupe(values: Iterable[Any]) -> tuple:
-    seen: dict[str, Any] = {}
+def _dedupe(values: Iterable[Any], most: int | None = None) -> tuple:
+    """``values`` without repeats (compared as canonical JSON), in first-seen order; with ``most``, it stops once
+    more than ``most`` distinct values are found. Each comparison is charged (``charge``) by its length."""
+    seen: dict[Any, Any] = {}
     for v in values:
-        try:
-            key = json.dumps(v, sort_keys=True, default=repr)
-        except (TypeError, ValueError):
-            key = repr(v)
+        if isinstance(v, (str, int, bool)) or v is None:  # scalars: typed keys, no text made (as JSON tells them
+            key: Any = (type(v).__name__, v)               # apart: 1, 1.0 and true are three values)
+        elif isinstance(v, float):
+            key = ("float", repr(v))  # -0.0 and 0.0 apart, as their JSON texts are
+            charge(1 + (len(v) >> 8 if isinstance(v, str) else 0))
+        elif isinstance(v, float):
+            charge(1)
+        else:
+            try:
+                key = json.dumps(v, sort_keys=True, default=repr)
+            except (TypeError, ValueError, RecursionError):
+                key = f"<{type(v).__name__} {id(v)}>"  # not JSON (or too big to say): kept apart
+            charge(1 + (len(key) >> 8))
         seen.setdefault(key, v)
+        if most is not None and len(seen) > most:
+            break
     return tuple(seen.values())
 
 
 def known(*values: Any) -> Any:
     """A ``Known`` of ``values`` (UNKNOWN when there are too many)."""
-    vals = _dedupe(values)
+    vals = _dedupe(values, MAX_KNOWN)
     return Known(vals) if len(vals) <= MAX_KNOWN else UNKNOWN
 
 
@@ -160,6 +186,7 @@ def _union(a: Any, b: Any) -> Any:
     if b is None or a == b:
         return a
     if isinstance(a, Node) and isinstance(b, Node):
+        charge(len(a.paths) + len(b.paths))
         return Node(a.paths | b.paths)
     if isinstance(a, Known) and isinstance(b, Known):
         return known(*a.values, *b.values)
@@ -174,6 +201,7 @@ class _Mixed:
     @staticmethod
     def of(a: Any, b: Any) -> Any:
         nodes = [x for x in (a, b) if isinstance(x, Node)]
+        charge(sum(len(n.paths) for n in nodes))
         return Node(frozenset().union(*(n.paths for n in nodes)))
 
 
@@ -181,8 +209,62 @@ class _Return(Exception):
     pass
 
 
-class _Budget(Exception):
-    pass
+class _Budget(BaseException):
+    """The analysis budget (steps, work or time) is spent: a ``BaseException``, so that no ``except Exception``
+    between the charge and ``ReadAnalyzer.analyse`` can swallow it."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Work:
+    """The work budget of one analysis (``MAX_WORK`` units, ``MAX_ANALYSIS_SECONDS``): ``charge`` raises
+    ``_Budget`` once either is spent. The clock is read every 4,096 units."""
+
+    def __init__(self, limit: int | None = None, seconds: float | None = None) -> None:
+        self.limit = MAX_WORK if limit is None else limit
+        self.seconds = MAX_ANALYSIS_SECONDS if seconds is None else seconds
+        self.spent = 0
+        self._next_clock = 4096
+        self.deadline = time.monotonic() + self.seconds
+
+    def charge(self, units: int) -> None:
+        """Count ``units`` of work; ``_Budget`` when the work or the time is spent."""
+        self.spent += units
+        if self.spent > self.limit:
+            raise _Budget(f"analysis work budget ({self.limit:,} units: state paths visited or held) spent: "
+                          "whole state")
+        if self.spent >= self._next_clock:
+            self._next_clock = self.spent + 4096
+            self.check_clock()
+
+    def check_clock(self) -> None:
+        """``_Budget`` when the analysis has run past ``seconds``."""
+        if time.monotonic() > self.deadline:
+            raise _Budget(f"analysis time limit ({self.seconds:g} s) spent: whole state")
+
+
+_CURRENT = threading.local()  # the Work of the analysis running in this thread (``charge`` outside one: free)
+
+
+def current_work() -> Work | None:
+    """The work budget of the analysis running in this thread, if any."""
+    return getattr(_CURRENT, "work", None)
+
+
+def set_work(work: Work | None) -> Work | None:
+    """Make ``work`` this thread's budget; returns the one it replaces (restore it when done)."""
+    previous = current_work()
+    _CURRENT.work = work
+    return previous
+
+
+def charge(units: int) -> None:
+    """Charge this thread's analysis ``units`` of work (nothing outside an analysis)."""
+    work = getattr(_CURRENT, "work", None)
+    if work is not None:
+        work.charge(units)
 
 
 class _Raised(Exception):

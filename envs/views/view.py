@@ -142,9 +142,14 @@ def _scan_closure(state: Any, needs: ReadNeeds, wanted: set) -> set:
     on the view visits those records and tests them as on the full state."""
     extra: set = set()
     present = wanted | needs.reach
+    lengths = {len(collection) for collection, _ in needs.scan_fields}
+    under: dict[Path, set] = {}  # collection -> keys of it that present paths pass through (one pass, not one a scan)
+    for p in present:
+        for n in lengths:
+            if len(p) > n:
+                under.setdefault(p[:n], set()).add(p[n])
     for collection, fields in needs.scan_fields:
-        n = len(collection)
-        for key in {p[n] for p in present if len(p) > n and p[:n] == collection}:
+        for key in under.get(collection, ()):
             if _exists(state, collection + (key,) + fields):
                 extra.add(collection + (key,) + fields)
     return extra
@@ -155,9 +160,15 @@ def _reached_containers(state: Any, needs: ReadNeeds, full: set) -> set:
     roots = {p for p, _ in needs.absent} | set(needs.keys) | {n.collection for n in needs.filters} | needs.reach
     out = set()
     for p in roots:
-        if not p or any(p[:i] in full for i in range(len(p) + 1)) or not _exists(state, p):
+        if not p or any(p[:i] in full for i in range(len(p) + 1)):
             continue
-        if all(isinstance(_at(state, p[:i]), dict) for i in range(len(p) + 1)):
+        value, through_dicts = state, True  # one walk down the path: it exists and every container on it is a dict
+        for key in p:
+            if not isinstance(value, dict) or key not in value:
+                through_dicts = False
+                break
+            value = value[key]
+        if through_dicts and isinstance(value, dict):
             out.add(p)
     return out
 

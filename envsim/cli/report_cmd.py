@@ -26,11 +26,12 @@ def report_cmd(runs: tuple[Path, ...], out: Path | None) -> None:
     directly comparable go to stderr. Exit 1 for a directory it does not know or runs of different kinds."""
     from envsim.evaluation.report_compare import compare_reports
     from envsim.evaluation.run_kinds import UnknownRunKind, report_run
+    from envsim.safe_files import RunFileRefused
 
     try:
         reports = [report_run(run) for run in runs]
         comparisons = compare_reports(reports, out or Path("runs") / "comparison") if len(runs) > 1 else []
-    except UnknownRunKind as exc:
+    except (UnknownRunKind, RunFileRefused) as exc:  # RunFileRefused: a link, FIFO or huge file in a run dir
         raise click.ClickException(str(exc)) from None
     for report in reports:
         for warning in report.warnings:

@@ -24,10 +24,11 @@ def view_cmd(runs: tuple[Path, ...], out: Path, open_page: bool) -> None:
     from envsim.evaluation.view_data import view_data
     from envsim.evaluation.view_page import render_page
     from envsim.jsonsafe import write_text_atomic
+    from envsim.safe_files import RunFileRefused
 
     try:
         data = view_data(runs)
-    except UnknownRunKind as exc:
+    except (UnknownRunKind, RunFileRefused) as exc:  # RunFileRefused: a link, FIFO or huge file in a run dir
         raise click.ClickException(str(exc)) from None
     for run in data["runs"]:
         for note in run["notes"]:
