@@ -163,7 +163,7 @@ def test_envs_list_marks_held_out_environments():
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[0].rstrip().endswith("held out")
     rows = _rows(result)
-    assert rows[held] == "v1,v1.1,v2,v2.1" and rows[trainable] == "-"
+    assert rows[held] == "v1,v2" and rows[trainable] == "-"
     n1, n2 = len(read_test_envs("v1")), len(read_test_envs("v2"))
     assert f"{n1} held out in v1, {n2} in v2; the others may be used for training" in result.output
 

@@ -19,11 +19,19 @@ def envs() -> None:
 
 
 def split_versions() -> list[str]:
-    """Benchmark versions that name held-out environments (ship a ``test_envs.txt``), oldest first."""
+    """Benchmark versions that name held-out environments (ship a ``test_envs.txt``), oldest first. A point
+    release (v1.1, v2.1: ``derived_from`` in its ``build.json``) holds out what its base does and is not listed."""
     from envsim.benchmark import BENCHMARK_DIR
     from envsim.construction.splits import test_envs_path
 
-    versions = [d.name for d in BENCHMARK_DIR.iterdir() if d.is_dir() and test_envs_path(d.name).exists()]
+    def point_release(folder) -> bool:
+        try:
+            return "derived_from" in json.loads((folder / "build.json").read_text())
+        except (OSError, ValueError):
+            return False
+
+    versions = [d.name for d in BENCHMARK_DIR.iterdir()
+                if d.is_dir() and test_envs_path(d.name).exists() and not point_release(d)]
     return sorted(versions, key=lambda v: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", v)])
 
 
