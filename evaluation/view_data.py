@@ -73,16 +73,6 @@ def _whole(exc: BaseException | str) -> str:
     return cut_text(str(exc), MAX_NOTE)
 
 
-def pretty(value: Any) -> str:
-    """A JSON value as indented text (key order kept: a formatting difference shows); never raises."""
-    if value is None:
-        return "null"
-    try:
-        return json.dumps(value, indent=2, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        return repr(value)[:MAX_TEXT]
-
-
 def _png(path: Path) -> str | None:
     try:
         data = path.read_bytes()

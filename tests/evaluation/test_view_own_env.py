@@ -16,8 +16,8 @@ from envsim.envs.trust import env_refusal, forget_trusted
 from envsim.evaluation.view_values import page_samples
 from tests.evaluation.chromium import render
 
-MODULE = "tests.fixtures.shopdb.small"
-ENV = f"{MODULE}:SmallShopEnv"
+MODULE = "tests.fixtures.foreign_envs"
+ENV = f"{MODULE}:TicketDesk"
 
 
 def _cli(*args: str):
@@ -25,11 +25,11 @@ def _cli(*args: str):
 
 
 @pytest.fixture(scope="module")
-def shop_run(tmp_path_factory) -> Path:
-    """An oracle run over a pool built from the small shop fixture (a user's own environment)."""
+def own_run(tmp_path_factory) -> Path:
+    """An oracle run over a pool built from a user's own environment class (the ticket desk fixture)."""
     tmp = tmp_path_factory.mktemp("own-env")
-    bench, run = tmp / "shop.jsonl", tmp / "run"
-    built = _cli("construct", "--split", "test", "--env", ENV, "--pool", "8", "--episodes", "1", "--steps", "10",
+    bench, run = tmp / "desk.jsonl", tmp / "run"
+    built = _cli("construct", "--split", "test", "--env", ENV, "--pool", "12", "--episodes", "2", "--steps", "10",
                  "--out", str(bench))
     assert built.exit_code == 0, built.output
     scored = _cli("eval", "--env-module", MODULE, "--benchmark", str(bench), "--model", "oracle", "--run-dir", str(run),
@@ -47,10 +47,10 @@ def _page(run: Path, out: Path, *extra: str) -> tuple[list[dict], str]:
     return page_samples(data["runs"][0]), result.output
 
 
-def test_view_with_env_module_shows_expected_answers(shop_run, tmp_path):
-    samples, output = _page(shop_run, tmp_path / "page.html", "--env-module", MODULE)
+def test_view_with_env_module_shows_expected_answers(own_run, tmp_path):
+    samples, output = _page(own_run, tmp_path / "page.html", "--env-module", MODULE)
     records = {json.loads(line)["id"]: json.loads(line)
-               for line in Path(json.loads((shop_run / "config.json").read_text())["benchmark"]).read_text().splitlines()}
+               for line in Path(json.loads((own_run / "config.json").read_text())["benchmark"]).read_text().splitlines()}
     assert "warning" not in output and len(samples) == len(records) > 0
     for sample in samples:
         record = records[sample["id"]]
@@ -61,8 +61,8 @@ def test_view_with_env_module_shows_expected_answers(shop_run, tmp_path):
     assert any(sample["changes"]["rows"] for sample in samples)
 
 
-def test_view_without_env_module_says_so_whole_and_marks_nothing(shop_run, tmp_path):
-    samples, output = _page(shop_run, tmp_path / "page.html")
+def test_view_without_env_module_says_so_whole_and_marks_nothing(own_run, tmp_path):
+    samples, output = _page(own_run, tmp_path / "page.html")
     (warning,) = [line for line in output.splitlines() if line.startswith("warning:")]
     assert env_refusal(ENV) in warning and warning.endswith("expected answers, calls and prompts are not shown")
     assert f"--env-module {MODULE}" in warning
@@ -71,21 +71,21 @@ def test_view_without_env_module_says_so_whole_and_marks_nothing(shop_run, tmp_p
         assert sample["observation"][1] is not None and sample["changes"] is None
 
 
-def test_report_takes_the_env_module(shop_run):
-    untrusted = _cli("report", str(shop_run))
+def test_report_takes_the_env_module(own_run):
+    untrusted = _cli("report", str(own_run))
     assert untrusted.exit_code == 0
     (warning,) = [line for line in untrusted.output.splitlines() if line.startswith("warning:")]
     assert env_refusal(ENV) in warning and warning.endswith("rows were not checked against it")
-    trusted = _cli("report", str(shop_run), "--env-module", MODULE)
+    trusted = _cli("report", str(own_run), "--env-module", MODULE)
     assert trusted.exit_code == 0 and "warning" not in trusted.output
 
 
 @pytest.mark.slow
-def test_chromium_marks_no_oracle_answer_as_a_difference(shop_run, tmp_path):
+def test_chromium_marks_no_oracle_answer_as_a_difference(own_run, tmp_path):
     marked = re.compile(r'class="(d-changed|d-left|d-right|c-differs|c-missed|c-spurious)"')
     for extra, name in (((), "without"), (("--env-module", MODULE), "with")):
         page = tmp_path / f"{name}.html"
-        samples, _ = _page(shop_run, page, *extra)
+        samples, _ = _page(own_run, page, *extra)
         dom, console = render(page, tmp_path)
         assert console == [] and f'data-rendered="{len(samples)}"' in dom
         assert not marked.search(dom), name
