@@ -18,8 +18,8 @@ from typing import Any, Iterable, Mapping
 
 from envsim.evaluation.failure_classes import FailureClassCounter, counter_fields
 from envsim.evaluation.run_kinds import UnknownRunKind, run_kind, tier_dirs
-from envsim.evaluation.view_values import (CHUNK_SAMPLES, DETAIL_KEYS, cell, compare_changes, cut_text, op_changes, pack_chunks,
-                                           state_changes)
+from envsim.evaluation.view_values import (CHUNK_SAMPLES, DETAIL_KEYS, cell, compare_changes, cut_text, op_changes,
+                                           pack_chunks, state_changes)
 
 MAX_TEXT = 40_000          # characters of a prompt or an answer embedded per sample
 MAX_NOTE = 2_000           # characters of a warning or a reason (whole unless longer; then cut at a word end)

@@ -1,11 +1,12 @@
 """The self-contained HTML page of ``envsim view``: one file, inline style and script, no server, no network.
 
 The page's script is ``view_script.SCRIPT`` (a JSON diff and the sample browser). Untrusted data (answers, benchmark
-values, ids, model names) never becomes markup: it is embedded once as JSON in ``<script type="application/json">`` with ``<``, ``>``, ``&``, U+2028 and U+2029 written as ``\\u`` escapes (so no
-``</script>`` or ``<!--`` can appear), and the page's own script renders it with DOM APIs and ``textContent``
-only (no ``innerHTML``, no links, no attribute a value could turn into code). The page carries a
-Content-Security-Policy that allows no request at all (``default-src 'none'``), images only as ``data:`` URLs,
-and only its own style and script (by their sha256 hashes).
+values, ids, model names) never becomes markup: it is embedded once as JSON in ``<script type="application/json">``
+with ``<``, ``>``, ``&``, U+2028 and U+2029 written as ``\\u`` escapes (so no ``</script>`` or ``<!--`` can appear)
+or in compressed chunks of base64 text (``view_values.pack_chunks``), and the page's own script renders it with DOM
+APIs and ``textContent`` only (no ``innerHTML``, no links, no attribute a value could turn into code). The page
+carries a Content-Security-Policy that allows no request at all (``default-src 'none'``), images only as ``data:``
+URLs, and only its own style and script (by their sha256 hashes).
 """
 
 from __future__ import annotations

@@ -66,7 +66,10 @@ var envsimDiff = (function () {
       }
     }
     var cost = 0, pi = 0, pj = 0;
-    matches.concat([[na, nb]]).forEach(function (mt) { cost += Math.max(mt[0] - pi, mt[1] - pj); pi = mt[0] + 1; pj = mt[1] + 1; });
+    matches.concat([[na, nb]]).forEach(function (mt) {
+      cost += Math.max(mt[0] - pi, mt[1] - pj);
+      pi = mt[0] + 1; pj = mt[1] + 1;
+    });
     if (na === nb) {
       var positional = 0;
       for (k = 0; k < na; k++) { if (ca[s + k] !== cb[s + k]) { positional++; } }
@@ -296,7 +299,9 @@ PAGE_SCRIPT = r"""
     var n = valueText(newCell);
     return add(box, n === null ? el("span", "muted", "(absent)") : el("code", null, n));
   }
-  function container(c) { return c && Object.prototype.hasOwnProperty.call(c, "v") && c.v !== null && typeof c.v === "object"; }
+  function container(c) {
+    return c && Object.prototype.hasOwnProperty.call(c, "v") && c.v !== null && typeof c.v === "object";
+  }
   // The changed paths of the true call beside the prediction's, old -> new, marked by status.
   function changesTable(changes) {
     var box = el("div", "changes");
@@ -371,7 +376,8 @@ PAGE_SCRIPT = r"""
     if (sample.reason) { add(col, el("div", "muted", "reason: " + sample.reason)); }
     if (sample.predicted_missing) { add(col, el("div", "note", "no predicted answer to show (unparsed or not kept)")); }
     if (sample.expected_missing) {
-      add(col, el("div", "note", "no expected answer to show (the run's benchmark cannot be read here): nothing is marked"));
+      add(col, el("div", "note",
+                  "no expected answer to show (the run's benchmark cannot be read here): nothing is marked"));
     }
     add(col, diffTable(envsimDiff.cellRows(detail.observation[0], detail.observation[1]),
                        sideTitles("observation", detail.observation)));
@@ -416,7 +422,8 @@ PAGE_SCRIPT = r"""
   function build(item) {
     var node = el("article", "sample"), meta = item.meta, first = item.first;
     node.setAttribute("data-sample-id", item.id);
-    add(node, add(el("header"), el("span", null, item.id), el("span", "muted", " \u00b7 " + meta.tool + " \u00b7 " + meta.stratum)));
+    add(node, add(el("header"), el("span", null, item.id),
+                  el("span", "muted", " \u00b7 " + meta.tool + " \u00b7 " + meta.stratum)));
     add(node, add(el("div"), el("span", "muted", "call: "),
                   el("pre", null, first.detail.call === null ? "(not available: the benchmark record cannot be read here)"
                                                              : envsimDiff.cellText(first.detail.call))));
@@ -455,7 +462,8 @@ PAGE_SCRIPT = r"""
   select("size", "per page", [["50", "50"], ["20", "20"], ["100", "100"], ["200", "200"]]);
   var count = el("span", "muted");
   function pager() {
-    var box = el("span", "pager"), prev = el("button", null, "\u25c0 previous"), next = el("button", null, "next \u25b6");
+    var box = el("span", "pager"), prev = el("button", null, "\u25c0 previous");
+    var next = el("button", null, "next \u25b6");
     prev.type = "button"; next.type = "button";
     prev.addEventListener("click", function () { turn(-1); });
     next.addEventListener("click", function () { turn(1); });

@@ -84,7 +84,7 @@ def test_embedded_data_is_the_run(runs, tmp_path):
         assert sample["call"] == cell(record["action"]) and sample["stratum"] == record["stratum"]
         assert sample["observation"][0] == {"v": record["observation"]} and sample["patch"][0] == {"v": record["patch"]}
         assert sample["patch"][1] == {"v": []}                                   # the null model's patch
-        changes = sample["changes"]                                              # what the true call changed, old -> new
+        changes = sample["changes"]                                         # what the true call changed, old -> new
         assert sorted(r[0] for r in changes["rows"]) == sorted(record["changed_paths"])
         for path, status, old, new, predicted_old, predicted_new in changes["rows"]:
             assert status == "missed" and predicted_old is None and predicted_new is None

@@ -57,8 +57,8 @@ def test_compare_changes_marks_each_path():
     assert [r[1] for r in unknown["rows"]] == [None, None] and unknown["note"] == "why" and not unknown["predicted"]
     ops = op_changes([{"op": "add", "path": "/l/-", "value": 1}, {"op": "remove", "path": "/k"},
                       {"op": "replace", "path": "/k", "value": 2}, {"op": "move", "from": "/a", "path": "/b"}])
-    assert ops == [("/l/-", False, None, True, 1), ("/k", False, None, True, 2), ("/b", False, None, True, "(move of /a)"),
-                   ("/a", False, None, False, None)]
+    assert ops == [("/l/-", False, None, True, 1), ("/k", False, None, True, 2),
+                   ("/b", False, None, True, "(move of /a)"), ("/a", False, None, False, None)]
 
 
 def test_cells_are_bounded():
@@ -172,7 +172,8 @@ def _cli(*args: str):
 
 def _data(page: Path) -> dict:
     text = page.read_text(encoding="utf-8")
-    return json.loads(re.search(r'<script type="application/json" id="envsim-data">(.*?)</script>', text, re.S).group(1))
+    found = re.search(r'<script type="application/json" id="envsim-data">(.*?)</script>', text, re.S)
+    return json.loads(found.group(1))
 
 
 def _reordered(value):

@@ -43,14 +43,15 @@ def _page(run: Path, out: Path, *extra: str) -> tuple[list[dict], str]:
     result = _cli("view", str(run), "--out", str(out), *extra)
     assert result.exit_code == 0, result.output
     text = out.read_text(encoding="utf-8")
-    data = json.loads(re.search(r'<script type="application/json" id="envsim-data">(.*?)</script>', text, re.S).group(1))
+    found = re.search(r'<script type="application/json" id="envsim-data">(.*?)</script>', text, re.S)
+    data = json.loads(found.group(1))
     return page_samples(data["runs"][0]), result.output
 
 
 def test_view_with_env_module_shows_expected_answers(own_run, tmp_path):
     samples, output = _page(own_run, tmp_path / "page.html", "--env-module", MODULE)
-    records = {json.loads(line)["id"]: json.loads(line)
-               for line in Path(json.loads((own_run / "config.json").read_text())["benchmark"]).read_text().splitlines()}
+    bench = Path(json.loads((own_run / "config.json").read_text())["benchmark"])
+    records = {record["id"]: record for record in map(json.loads, bench.read_text().splitlines())}
     assert "warning" not in output and len(samples) == len(records) > 0
     for sample in samples:
         record = records[sample["id"]]
