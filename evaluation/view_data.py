@@ -10,7 +10,6 @@ Everything in the result came from files a model or a benchmark wrote: the page 
 from __future__ import annotations
 
 import base64
-import difflib
 import io
 import json
 from dataclasses import dataclass, field
@@ -19,10 +18,11 @@ from typing import Any, Iterable, Mapping
 
 from envsim.evaluation.failure_classes import FailureClassCounter, counter_fields
 from envsim.evaluation.run_kinds import UnknownRunKind, run_kind, tier_dirs
+from envsim.evaluation.view_values import (CHUNK_SAMPLES, DETAIL_KEYS, cell, compare_changes, cut_text, op_changes,
+                                           pack_chunks, state_changes)
 
 MAX_TEXT = 40_000          # characters of a prompt or an answer embedded per sample
-MAX_DIFF_LINES = 400       # lines of each side of a diff
-MAX_LINE = 2_000           # characters of one diff line
+MAX_NOTE = 2_000           # characters of a warning or a reason (whole unless longer; then cut at a word end)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -39,48 +39,38 @@ class RunView:
     plots: list[dict[str, str]] = field(default_factory=list)     # {"title", "png": base64}
     failure: dict[str, Any] = field(default_factory=dict)         # failure_classes(_by_*) fields
     samples: list[dict[str, Any]] = field(default_factory=list)
+    texts: list[tuple[str, str | None]] = field(default_factory=list)  # per sample: prompt, raw answer
+
+    def add(self, sample: dict[str, Any], prompt: str, answer: str | None) -> None:
+        """Add one sample with its prompt and raw answer (packed apart from it: ``to_json``)."""
+        sample["has_answer"] = answer is not None
+        self.samples.append(sample)
+        self.texts.append((prompt, None if answer is None else _cut(answer)))
 
     def to_json(self) -> dict[str, Any]:
-        """The run's part of the page data."""
+        """The run's part of the page data. Each sample keeps what the filters and its header need and ``at: [chunk,
+        index]``, its place in ``details`` (its ``DETAIL_KEYS``: the call, the observations and patches, the changes
+        table) and in ``texts`` (its prompt and raw answer), both packed ``CHUNK_SAMPLES`` samples a chunk
+        (``view_values.pack_chunks``): the page decompresses the details of the samples it shows, a text when opened.
+        ``view_values.page_samples`` puts them back together."""
+        samples, details = [], []
+        for i, sample in enumerate(self.samples):
+            details.append({k: sample.get(k) for k in DETAIL_KEYS})
+            samples.append({**{k: v for k, v in sample.items() if k not in DETAIL_KEYS},
+                            "at": [i // CHUNK_SAMPLES, i % CHUNK_SAMPLES]})
         return {"label": self.label, "kind": self.kind, "path": self.path, "figures": self.figures,
                 "lines": self.lines, "notes": self.notes, "plots": self.plots, "failure": self.failure,
-                "samples": self.samples}
+                "samples": samples, "details": pack_chunks(details, CHUNK_SAMPLES),
+                "texts": pack_chunks(self.texts, CHUNK_SAMPLES)}
 
 
 def _cut(text: str, limit: int = MAX_TEXT) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters not shown)"
+    return cut_text(text, limit)
 
 
-def pretty(value: Any) -> str:
-    """A JSON value as indented text (key order kept: a formatting difference shows); never raises."""
-    if value is None:
-        return "null"
-    try:
-        return json.dumps(value, indent=2, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        return repr(value)[:MAX_TEXT]
-
-
-def side_by_side(expected: str, predicted: str) -> list[list[str]]:
-    """Aligned rows ``[tag, expected line, predicted line]`` (tag ``=`` same, ``~`` changed, ``-`` only expected,
-    ``+`` only predicted), each side cut to ``MAX_DIFF_LINES`` lines of ``MAX_LINE`` characters."""
-    def lines(text: str) -> list[str]:
-        out = [line[:MAX_LINE] for line in text.splitlines()[:MAX_DIFF_LINES]]
-        if text.count("\n") >= MAX_DIFF_LINES:
-            out.append(f"… ({text.count(chr(10)) + 1 - MAX_DIFF_LINES} more lines not shown)")
-        return out
-
-    left, right = lines(expected), lines(predicted)
-    rows: list[list[str]] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, left, right, autojunk=False).get_opcodes():
-        if tag == "equal":
-            rows += [["=", left[i], right[j]] for i, j in zip(range(i1, i2), range(j1, j2))]
-        else:
-            for k in range(max(i2 - i1, j2 - j1)):
-                a = left[i1 + k] if i1 + k < i2 else None
-                b = right[j1 + k] if j1 + k < j2 else None
-                rows.append(["~" if a is not None and b is not None else "-" if b is None else "+", a or "", b or ""])
-    return rows
+def _whole(exc: BaseException | str) -> str:
+    """An error's message for a warning: whole (cut at a word end past ``MAX_NOTE`` characters)."""
+    return cut_text(str(exc), MAX_NOTE)
 
 
 def _png(path: Path) -> str | None:
@@ -125,7 +115,7 @@ def _prompt_text(record: Mapping[str, Any], config: Mapping[str, Any]) -> str:
         messages = build_messages(dict(record), mode, class_source=source,
                                   version=str(config.get("prompt_version") or "1"))
     except Exception as exc:  # noqa: BLE001 - a prompt that cannot be rebuilt is said so, never raised
-        return f"(the prompt cannot be rebuilt here: {type(exc).__name__}: {str(exc)[:200]})"
+        return f"(the prompt cannot be rebuilt here: {type(exc).__name__}: {_whole(exc)})"
     return _cut("\n\n".join(f"[{m.get('role')}]\n{m.get('content')}" for m in messages))
 
 
@@ -149,6 +139,39 @@ def _predicted(answer: Any, record: Mapping[str, Any] | None) -> tuple[Any, Any,
     return parsed, parsed.observation, patch
 
 
+def _one_step_changes(record: Mapping[str, Any] | None, parsed: Any, patch: Any) -> dict[str, Any] | None:
+    """The changed paths of the true call and of the prediction on the record's state, old → new."""
+    if record is None:
+        return None
+    notes = []
+    try:
+        expected = state_changes(record["state"], record["next_state"])
+    except Exception as exc:  # noqa: BLE001 - too large a change to align: said so
+        expected, notes = None, [f"the true changes cannot be listed ({_whole(exc)})"]
+    predicted = None
+    if parsed is not None and parsed.ok:
+        try:
+            if isinstance(parsed.next_state, dict):
+                after = parsed.next_state
+            else:
+                from envsim.evaluation.scoring import apply_prediction
+
+                after = apply_prediction(record["state"], patch if isinstance(patch, list) else [])
+            predicted = state_changes(record["state"], after)
+        except Exception as exc:  # noqa: BLE001 - a patch that does not apply is shown as its ops
+            notes.append(f"the predicted patch does not apply to the state ({_whole(exc)})")
+    return compare_changes(expected, predicted, old_known=True, note="; ".join(notes) or None)
+
+
+def _step_changes(expected_patch: Any, predicted_patch: Any, has_expected: bool, has_predicted: bool
+                  ) -> dict[str, Any]:
+    """The changed paths of a step of a multi-step run, read off the patches (the state before it is not kept)."""
+    return compare_changes(op_changes(expected_patch) if has_expected else None,
+                           op_changes(predicted_patch) if has_predicted else None, old_known=False,
+                           note="paths and new values as the patches write them (a step's state before it is "
+                                "not kept)")
+
+
 def _reclassify(row: dict[str, Any], record: Mapping[str, Any] | None, parsed: Any) -> dict[str, Any]:
     """A scored row without failure classes, classified from its stored answer (its own FM and CM kept)."""
     if "failure" in row or row.get("status") != "scored" or record is None or parsed is None:
@@ -166,8 +189,10 @@ def _reclassify(row: dict[str, Any], record: Mapping[str, Any] | None, parsed: A
 
 
 def _sample(sid: str, *, env: Any, tool: Any, stratum: Any, scores: Mapping[str, Any], call: Any,
-            expected: tuple[Any, Any], predicted: tuple[Any, Any] | None, prompt: str, answer: str | None,
+            expected: tuple[Any, Any] | None, predicted: tuple[Any, Any] | None, changes: dict[str, Any] | None,
             reason: Any = None, status: str = "scored") -> dict[str, Any]:
+    """One sample of the page: scores, classes, the call, and the expected and predicted observation and patch as
+    cells (``None``: not available) beside the changes table; its prompt and answer travel in ``RunView.texts``."""
     failure = scores.get("failure") if isinstance(scores.get("failure"), dict) else {}
     sample = {"id": sid, "env": str(env), "tool": str(tool), "stratum": str(stratum), "status": status,
               "fm": bool(scores.get("fm")), "cm": bool(scores.get("cm")),
@@ -175,13 +200,16 @@ def _sample(sid: str, *, env: Any, tool: Any, stratum: Any, scores: Mapping[str,
               "classes": {side: (failure.get(side) if isinstance(failure.get(side), str) else
                                  ("unclassified" if status == "scored" and not scores.get(rate) else None))
                           for side, rate in (("observation", "fm"), ("state", "cm"))},
-              "reason": None if reason is None else str(reason)[:2_000], "call": pretty(call),
-              "prompt": prompt, "answer": None if answer is None else _cut(answer)}
+              "reason": None if reason is None else _whole(reason), "call": None if call is None else cell(call),
+              "observation": [None if expected is None else cell(expected[0]),
+                              None if predicted is None else cell(predicted[0])],
+              "patch": [None if expected is None else cell(expected[1]),
+                        None if predicted is None else cell(predicted[1])],
+              "changes": changes}
     if predicted is None:
         sample["predicted_missing"] = True
-        predicted = (None, None)
-    sample["observation_diff"] = side_by_side(pretty(expected[0]), pretty(predicted[0]))
-    sample["patch_diff"] = side_by_side(pretty(expected[1]), pretty(predicted[1]))
+    if expected is None:
+        sample["expected_missing"] = True
     return sample
 
 
@@ -242,7 +270,7 @@ def _single(path: Path, label: str) -> RunView:
         records = {str(r.get("id")): r for r in items}
         ids = list(records)
     except Exception as exc:  # noqa: BLE001 - the page still shows what the rows hold
-        view.notes.append(f"the run's benchmark cannot be read here ({str(exc)[:200]}): expected answers, calls "
+        view.notes.append(f"the run's benchmark cannot be read here ({_whole(exc)}): expected answers, calls "
                           "and prompts are not shown")
     checked = check_rows(read_rows(path / "results.jsonl"), ids)
     view.notes += checked.warnings
@@ -255,15 +283,15 @@ def _single(path: Path, label: str) -> RunView:
         row = _reclassify(row, record, parsed)
         reclassified += bool(row.get("reclassified"))
         classified.append(row)
-        call = record.get("action") if record else None
-        view.samples.append(_sample(
+        view.add(_sample(
             row["id"], env=row.get("env"), tool=row.get("tool") or (record or {}).get("tool"),
-            stratum=row.get("stratum"), scores=row, call=call,
-            expected=((record or {}).get("observation"), (record or {}).get("patch")),
+            stratum=row.get("stratum"), scores=row, call=record.get("action") if record else None,
+            expected=(record.get("observation"), record.get("patch")) if record else None,
             predicted=(observation, patch) if parsed is not None and parsed.ok else None,
+            changes=_one_step_changes(record, parsed, patch), reason=row.get("reason"),
+            status=str(row.get("status"))),
             prompt=_prompt_text(record, config) if record else "(the benchmark record is not available)",
-            answer=row.get("answer") if isinstance(row.get("answer"), str) else None, reason=row.get("reason"),
-            status=str(row.get("status"))))
+            answer=row.get("answer") if isinstance(row.get("answer"), str) else None)
     if reclassified:
         view.notes.append(f"{reclassified} result rows were written before failure classes existed: classified "
                           "again here from their stored answers (their FM and CM are the run's own)")
@@ -295,7 +323,7 @@ def _chained(path: Path, label: str) -> RunView:
         episodes = {e["id"]: e for e in load_episodes(str(config.get("benchmark")), str(config.get("split")
                                                                                         or "chained"))}
     except Exception as exc:  # noqa: BLE001
-        view.notes.append(f"the run's episodes cannot be read here ({str(exc)[:200]}): expected answers of rows "
+        view.notes.append(f"the run's episodes cannot be read here ({_whole(exc)}): expected answers of rows "
                           "written before steps kept them are not shown")
     from envsim.evaluation.run_rows import read_rows
 
@@ -311,13 +339,16 @@ def _chained(path: Path, label: str) -> RunView:
             deltas[sid] = step.get("true_delta_size")
             action = step.get("action") or truth.get("action")
             kept = "observation" in step
-            view.samples.append(_sample(
+            known = "true_observation" in step or "observation" in truth
+            expected = (step.get("true_observation", truth.get("observation")),
+                        step.get("true_patch", truth.get("patch")))
+            view.add(_sample(
                 sid, env=row.get("env"), tool=(action or {}).get("name"), stratum=step.get("stratum"), scores=step,
-                call=action, expected=(step.get("true_observation", truth.get("observation")),
-                                       step.get("true_patch", truth.get("patch"))),
+                call=action, expected=expected if known else None,
                 predicted=(step.get("observation"), step.get("patch")) if kept else None,
+                changes=_step_changes(expected[1], step.get("patch"), known, kept), reason=step.get("reason")),
                 prompt="(not kept: a chained step's prompt holds the simulator's own state, rebuilt as it played)",
-                answer=None, reason=step.get("reason")))
+                answer=None)
     summary = chained_summary(rows)
     view.lines += [f"{summary['scored']} episodes scored ({summary['steps']} steps), {summary['infra_failures']} "
                    f"infrastructure failures; episode CM {100 * summary['episode_cm']['rate']:.1f}%",
@@ -343,13 +374,15 @@ def _steps_view(path: Path, label: str, kind: str, episodes: list[dict[str, Any]
             deltas[sid] = delta
             stratum = stratum_of(outcome_of(step.get("true_observation"), delta, str(episode.get("env"))), delta) \
                 if isinstance(delta, int) else "unknown"
-            view.samples.append(_sample(
+            known = "true_observation" in step or "true_patch" in step
+            view.add(_sample(
                 sid, env=episode.get("env"), tool=(step.get("action") or {}).get("name"), stratum=stratum,
                 scores=step, call=step.get("action"),
-                expected=(step.get("true_observation"), step.get("true_patch")),
+                expected=(step.get("true_observation"), step.get("true_patch")) if known else None,
                 predicted=(step.get("observation"), step.get("patch")),
-                prompt="(not kept: a simulated step's prompt holds the simulator's own state)", answer=None,
-                reason=step.get("reason"), status="scored" if step.get("fm") is not None else "unscored"))
+                changes=_step_changes(step.get("true_patch"), step.get("patch"), known, True),
+                reason=step.get("reason"), status="scored" if step.get("fm") is not None else "unscored"),
+                prompt="(not kept: a simulated step's prompt holds the simulator's own state)", answer=None)
     drift = _read_json(path / "drift.json")
     if isinstance(drift, dict) and isinstance(drift.get("cm_at_k"), dict):
         view.lines.append(f"{drift.get('scored', drift.get('episodes'))} episodes scored, horizon "

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from envsim.cli.env_module_option import env_module_option
+
 
 def _echo_written(paths: list[Path]) -> None:
     """Say on stderr where the files went (stdout stays the report itself)."""
@@ -17,13 +19,15 @@ def _echo_written(paths: list[Path]) -> None:
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where to write comparison.md and cm_by_delta.png (several runs; default runs/comparison).")
+@env_module_option
 def report_cmd(runs: tuple[Path, ...], out: Path | None) -> None:
     """Summarise one run or compare several RUNS: eval run directories (one-step, chained tier, rollout
     track), the tiers directory of 'eval --benchmark v2', or an 'envsim simulate' output (shown, not rebuilt).
 
     Each run's own reports are rebuilt from its results by the rules of its kind (never another's);
     the report goes to stdout; the files written, rows not counted and the reasons runs are not
-    directly comparable go to stderr. Exit 1 for a directory it does not know or runs of different kinds."""
+    directly comparable go to stderr. A run over your own environment needs the --env-module you gave eval for its
+    rows to be checked against its benchmark. Exit 1 for a directory it does not know or runs of different kinds."""
     from envsim.evaluation.report_compare import compare_reports
     from envsim.evaluation.run_kinds import UnknownRunKind, report_run
     from envsim.safe_files import RunFileRefused

@@ -7,19 +7,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from tests.evaluation.chromium import render as _render
+from jsonpointer import resolve_pointer
+
 from envsim.benchmark import load
 from envsim.cli import main
-from envsim.evaluation.view_data import pretty
 from envsim.evaluation.view_page import SCRIPT, STYLE
+from envsim.evaluation.view_values import cell, page_samples
 
 PAYLOAD = "</script><img src=x onerror=\"document.title='PWNED';document.body.setAttribute('data-pwned','1')\">"
 LINK = "<a href=\"javascript:document.title='PWNED'\">click</a>"
@@ -55,6 +56,15 @@ def _page(*runs: Path, out: Path) -> tuple[str, dict]:
     return html, json.loads(match.group(1))
 
 
+def _at(state: dict, path: str) -> dict | None:
+    """The value at a JSON pointer as a page cell, or None where the state has nothing."""
+    found = resolve_pointer(state, path, _ABSENT)
+    return None if found is _ABSENT else {"v": found}
+
+
+_ABSENT = object()
+
+
 def _rows(path: Path) -> dict[str, dict]:
     return {r["id"]: r for r in map(json.loads, path.read_text().splitlines())}
 
@@ -65,17 +75,21 @@ def test_embedded_data_is_the_run(runs, tmp_path):
     rows = _rows(runs["single"] / "results.jsonl")
     records = {r["id"]: r for r in load("v1", "test")}
     assert [s["id"] for s in run["samples"]] == [i for i in records if i in rows]   # benchmark order, all rows
-    for sample in run["samples"]:
+    assert all(set(s) >= {"id", "fm", "cm", "classes", "at"} and "observation" not in s for s in run["samples"])
+    for sample in page_samples(run):
         row, record = rows[sample["id"]], records[sample["id"]]
         assert (sample["fm"], sample["cm"], sample["fm_json"], sample["cm_numeric"]) == (
             row["fm"], row["cm"], row["fm_json"], row["cm_numeric"])
         assert sample["classes"] == row["failure"] and sample["tool"] == row["tool"] == record["tool"]
-        assert sample["call"] == pretty(record["action"]) and sample["stratum"] == record["stratum"]
-        expected_side = "\n".join(r[1] for r in sample["observation_diff"] if r[0] != "+")
-        assert expected_side == pretty(record["observation"])
-        predicted_side = "\n".join(r[2] for r in sample["patch_diff"] if r[0] != "-")
-        assert predicted_side == "[]"                                            # the null model's patch
-        assert sample["answer"] == row["answer"] and "[user]" in sample["prompt"]
+        assert sample["call"] == cell(record["action"]) and sample["stratum"] == record["stratum"]
+        assert sample["observation"][0] == {"v": record["observation"]} and sample["patch"][0] == {"v": record["patch"]}
+        assert sample["patch"][1] == {"v": []}                                   # the null model's patch
+        changes = sample["changes"]                                         # what the true call changed, old -> new
+        assert sorted(r[0] for r in changes["rows"]) == sorted(record["changed_paths"])
+        for path, status, old, new, predicted_old, predicted_new in changes["rows"]:
+            assert status == "missed" and predicted_old is None and predicted_new is None
+            assert old == _at(record["state"], path) and new == _at(record["next_state"], path)
+        assert sample["answer"] == row["answer"] and sample["has_answer"] and "[user]" in sample["prompt"]
     summary = json.loads((runs["single"] / "summary.json").read_text())
     assert run["failure"]["failure_classes"] == summary["failure_classes"]
     assert base64.b64decode(run["plots"][0]["png"]) == (runs["single"] / "cm_by_delta.png").read_bytes()
@@ -103,10 +117,12 @@ def test_every_run_kind_and_several_runs(runs, tmp_path):
     episodes = _rows(runs["tiers"] / "chained" / "results.jsonl")
     steps = {f"{e['id']}#{s['index']}": s for e in episodes.values() for s in e["steps"]}
     assert {s["id"] for s in chained["samples"]} == set(steps)
-    for sample in chained["samples"]:
+    for sample in page_samples(chained):
         step = steps[sample["id"]]
         assert (sample["fm"], sample["cm"], sample["classes"]) == (step["fm"], step["cm"], step["failure"])
-        assert "\n".join(r[1] for r in sample["patch_diff"] if r[0] != "+") == pretty(step["true_patch"])
+        assert sample["patch"][0] == {"v": step["true_patch"]} and sample["patch"][1] == {"v": step["patch"]}
+        assert {r[0] for r in sample["changes"]["rows"] if r[3] is not None or r[1] != "spurious"} >= {
+            op["path"] for op in step["true_patch"] if op["op"] in ("add", "replace")}
     sim = next(r for r in data["runs"] if r["kind"] == "simulate")
     steps = [json.loads(line) for line in (runs["sim"] / "steps.jsonl").read_text().splitlines()]
     assert len(sim["samples"]) == len(steps) and any(p["title"] == "drift by step" for p in sim["plots"])
@@ -150,33 +166,16 @@ def test_hostile_run_is_escaped(hostile, tmp_path):
     assert "\u2028" not in html and len(re.findall(r"<script", html, re.I)) == 2
     (run,) = data["runs"]
     assert len(run["samples"]) == 4 and all(s["id"].startswith(PAYLOAD) for s in run["samples"])
-    sample = run["samples"][0]
-    shown = [json.dumps(PAYLOAD)[1:-1], json.dumps(LINK)[1:-1]]                   # as text, in JSON's own quoting
-    assert any(shown[0] in r[2] for r in sample["observation_diff"])
-    assert any(shown[1] in r[1] for r in sample["observation_diff"]) and sample["reason"] == PAYLOAD
+    sample = page_samples(run)[0]
+    assert sample["observation"][1] == {"v": {"note": PAYLOAD, "link": LINK}} and sample["reason"] == PAYLOAD
+    assert sample["observation"][0]["v"]["error"].startswith(PAYLOAD + LINK)
+    assert "predicted patch does not apply" in sample["changes"]["note"] and not sample["changes"]["predicted"]
+    assert sample["answer"].count(json.dumps(PAYLOAD)[1:-1]) == 2                          # the raw answer, packed
 
 
 # --- slow tier: a real browser --------------------------------------------------------------------------------
 
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found:
-        return found
-    if os.environ.get("CI") == "true":
-        pytest.fail("chromium is not installed (CI installs the Debian 'chromium' package)")
-    pytest.skip("chromium is not installed (apt-get install -y chromium)")
-
-
-def _render(page: Path, tmp: Path) -> tuple[str, list[str]]:
-    """The DOM after the page's scripts ran, and the console messages Chromium logged."""
-    profile = tmp / f"profile-{page.stem}"
-    command = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
-               "--dump-dom", page.resolve().as_uri()]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout, [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+PAGE_SIZE = 50  # samples the page renders at once (its first "per page" choice)
 
 
 def _articles(dom: str) -> list[str]:
@@ -189,8 +188,9 @@ def test_chromium_renders_every_sample_without_errors(runs, tmp_path):
     _, data = _page(runs["single"], runs["tiers"], runs["sim"], out=page)
     dom, console = _render(page, tmp_path)
     ids = {s["id"] for run in data["runs"] for s in run["samples"]}
-    assert console == [] and len(_articles(dom)) == len(ids) > 0
-    assert f'data-rendered="{len(ids)}"' in dom and "showing " + str(len(ids)) in dom
+    assert 0 < len(ids) <= PAGE_SIZE                                          # one page holds them all
+    assert console == [] and len(_articles(dom)) == len(ids)
+    assert f'data-rendered="{len(ids)}"' in dom and f"showing {len(ids)} of {len(ids)} samples" in dom
 
 
 @pytest.mark.slow
