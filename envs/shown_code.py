@@ -565,8 +565,8 @@ class _Follower:
         source = module_source(piece.module)
         node = piece.node
         assert source is not None and node is not None
-        start = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
-        header_end = node.body[0].lineno - 1 if node.body else node.end_lineno
+        start = _start(node)
+        header_end = _start(node.body[0]) if node.body else node.end_lineno
         header = "\n".join(source.lines[start:header_end])
         first = node.body[0] if node.body else None
         has_doc = (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
@@ -574,13 +574,17 @@ class _Follower:
         members = [s for s in node.body if set(bound_names(s)) & set(piece.members)]
         body = ([first] if has_doc else []) + [s for s in members if s is not first]
         parts = [header.rstrip()] if header.strip() else []
-        chunks = ["\n".join(source.lines[min([d.lineno for d in getattr(s, "decorator_list", [])] + [s.lineno]) - 1:
-                                         s.end_lineno]) for s in body]
+        chunks = ["\n".join(source.lines[_start(s):s.end_lineno]) for s in body]
         if not chunks:
             indent = " " * (node.col_offset + 4)
             chunks = [f"{indent}pass"]
         text = "\n".join(parts) + "\n" + "\n\n".join(chunks)
         return textwrap.dedent(text).rstrip()
+
+
+def _start(stmt: ast.stmt) -> int:
+    """The index of a statement's first line (its first decorator's)."""
+    return min([d.lineno for d in getattr(stmt, "decorator_list", [])] + [stmt.lineno]) - 1
 
 
 def _real_name(value: Any) -> tuple[str, str]:
