@@ -14,6 +14,7 @@ a later v1.1 / v2.1):
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import time
 from collections import Counter
@@ -27,7 +28,9 @@ def rerendered(record: dict, cache: dict) -> dict:
     key = (record["env"], record["action"]["name"])
     if key not in cache:
         cache[key] = shown_tool_code(get_env(record["env"]), record["action"]["name"])
-    return {**record, "code": cache[key]}
+    shown = copy.copy(record)  # a stored record keeps resolving its state from the blobs
+    shown["code"] = cache[key]
+    return shown
 
 
 def main() -> None:
@@ -45,7 +48,7 @@ def main() -> None:
     from envsim.evaluation.prompts import build_messages, default_prompt_version
     from envsim.evaluation.scoring import score_prediction
 
-    split = args.tier or "test"
+    split = {"core": "test", None: "test"}.get(args.tier, args.tier)  # v2's core tier is its test file
     records = load(args.benchmark, split)
     records = records[: args.limit] if args.limit else records
     version = default_prompt_version(args.benchmark, args.mode)

@@ -12,6 +12,10 @@ How the shown code becomes a module (the conventions a Python reader of the prom
   methods) are methods of one class, everything else (helpers, constants, classes) stays at module level;
   a τ-bench-style tool class (``class X(Tool)`` with a static ``invoke(data, ...)``) is called as
   ``invoke(state, **arguments)``, the state being the dict ``data``;
+* module-shaped tool code (``envsim.envs.shown_code``: imports, models, helpers, classes, ending with
+  ``# The call runs Class.tool on an object whose public attributes are the state.``) runs as shown; that class,
+  made without ``__init__``, gets the state's keys as attributes (code importing pydantic gets it in the sandbox);
+  a dict the view's notes say the call counts gets stand-ins up to that number (``executor_stand_ins``);
 * ``full-class``: the class that defines the called tool is used as it is;
 * names the system prompt uses or that any Python reader knows are provided: ``ToolError`` (the prompt's
   rule: ``raise ToolError(msg)`` answers ``{"success": false, "error": msg}``), the ``@tool`` marker, empty
