@@ -68,6 +68,7 @@ class _Piece:
     cls: type | None = None         # partial classes: the class
     node: ast.ClassDef | None = None
     members: list[str] = field(default_factory=list)
+    aliases: dict[str, str] = field(default_factory=dict)   # namespaces: attribute -> the name it is shown as
 
 
 @dataclass
@@ -215,6 +216,7 @@ class _Follower:
         self.visited: set[tuple[Any, ...]] = set()
         self.instantiated: set[type] = set()
         self.attr_calls: set[str] = set()
+        self.namespaces: dict[str, Any] = {}     # name -> module of the user's code shown as a namespace
 
     # -- bookkeeping ------------------------------------------------------------------------------
     def note(self, name: str, why: str) -> None:
@@ -238,7 +240,7 @@ class _Follower:
             self.shown[name] = key
             return True
         if held != key:
-            self.note(name, f"two definitions share the name ({held.split(':', 1)[1]} is shown)")
+            self.note(key.split(":", 1)[1], f"the name {name} is taken ({held.split(':', 1)[1]} is shown)")
             return False
         return True
 
@@ -269,6 +271,9 @@ class _Follower:
         source = module_source(module)
         assert source is not None
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            value = scope.get(name)
+            if inspect.ismodule(value) and is_user_module(value.__name__):
+                return self._use_namespace(name, value, module, stmt.lineno)
             return self._use_import(module, name, stmt)
         if not self._room(name):
             return None
@@ -318,15 +323,41 @@ class _Follower:
                 if self._claim(name, key) and key not in self.pieces:
                     self.pieces[key] = _Piece(key, "alias", module, stmt.lineno, f"{name} = {shown_as}", {shown_as})
             return name if shown_as is not None else None
-        if isinstance(stmt, ast.Import) and is_user_module(alias.name):
-            self.note(name, f"module {alias.name} of the environment's own code, imported as a module")
-            return None
         text = import_text(stmt, alias, module)
         key = f"import:{text}"
         if not self._claim(name, key):
             return None
         self.pieces.setdefault(key, _Piece(key, "import", module, stmt.lineno, text))
         return name
+
+    def _use_namespace(self, name: str, value: Any, module: str, line: int) -> str | None:
+        """A module of the environment's own code bound to a name (``import pkg.tools as tools``, ``from pkg import
+        tools``): shown as a namespace of the names the code reads through it (``tools = types.SimpleNamespace(
+        GetOrder=GetOrder)``), each shown as source."""
+        key = f"ns:{name}"
+        if not self._claim(name, key):
+            return None
+        if key not in self.pieces:
+            self.pieces[key] = _Piece(key, "namespace", module, line, text=value.__name__)
+            self.namespaces[name] = value
+            if self._claim("types", "import:import types"):
+                self.pieces.setdefault("import:import types", _Piece("import:import types", "import", module, 0,
+                                                                     "import types"))
+            else:
+                self.note(name, "the name types, which its namespace needs, is taken")
+        return name
+
+    def _use_through(self, holder: str, attr: str, scope: dict[str, Any]) -> None:
+        """``holder.attr`` where ``holder`` is a module of the environment's own code shown as a namespace."""
+        value = scope.get(holder)
+        piece = self.pieces.get(f"ns:{holder}")
+        if piece is None or self.namespaces.get(holder) is not value:
+            return
+        shown_as = self.use_name(value.__name__, attr, vars(value))
+        if shown_as is not None and attr not in piece.members:
+            piece.members.append(attr)
+            piece.needs.add(shown_as)
+            piece.aliases[attr] = shown_as
 
     def _use_value(self, module: str, name: str, value: Any) -> str | None:
         """A name the module binds without a statement of its own (``globals()[...] = ...``)."""
@@ -509,8 +540,18 @@ class _Follower:
                     self.use_member(value, member)
         for holder, attr in sorted(refs.dotted):
             value = scope.get(holder)
-            if inspect.isclass(value) and value in self.classes and attr in _own_members(value):
+            if inspect.ismodule(value):
+                self._use_through(holder, attr, scope)
+            elif inspect.isclass(value) and value in self.classes and attr in _own_members(value):
                 self.use_member(value, attr)
+        for chain in refs.chains:  # module.Class.method(...): the method of the class reached through modules
+            value = scope.get(chain[0])
+            for i, part in enumerate(chain[1:-1], start=1):
+                if not inspect.ismodule(value):
+                    break
+                value = getattr(value, part, None)
+                if inspect.isclass(value) and value in self.classes and chain[i + 1] in _own_members(value):
+                    self.use_member(value, chain[i + 1])
         if context is None:
             return
         for attr in sorted(refs.self_attrs):
@@ -560,6 +601,10 @@ class _Follower:
         return "\n\n".join(b for b in blocks if b) + "\n"
 
     def _text(self, piece: _Piece) -> str:
+        if piece.kind == "namespace":
+            name = next(n for n, key in self.shown.items() if key == piece.key)
+            names = ", ".join(f"{attr}={piece.aliases[attr]}" for attr in piece.members)
+            return f"{name} = types.SimpleNamespace({names})  # module {piece.text}: the names the code uses"
         if piece.kind != "partial":
             return textwrap.dedent(piece.text).rstrip()
         source = module_source(piece.module)
@@ -572,7 +617,7 @@ class _Follower:
         has_doc = (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
                    and isinstance(first.value.value, str))
         members = [s for s in node.body if set(bound_names(s)) & set(piece.members)]
-        body = ([first] if has_doc else []) + [s for s in members if s is not first]
+        body = ([first] if has_doc else []) + members
         parts = [header.rstrip()] if header.strip() else []
         chunks = ["\n".join(source.lines[_start(s):s.end_lineno]) for s in body]
         if not chunks:
@@ -623,7 +668,7 @@ def _ordered(pieces: list[_Piece], shown: dict[str, str], modules: list[str]) ->
     """Pieces in an order whose definitions run: what one needs at definition time first; otherwise modules
     reached last (the deepest dependencies) first, then source order; attachments after definitions."""
     rank = {m: len(modules) - i for i, m in enumerate(modules)}
-    group = {"def": 0, "partial": 0, "alias": 0, "binding": 1}
+    group = {"def": 0, "partial": 0, "alias": 0, "namespace": 0, "binding": 1}
     by_key = {p.key: p for p in pieces}
 
     def sort_key(p: _Piece) -> tuple[Any, ...]:
@@ -685,8 +730,14 @@ def shown_tool_code(env_class: type, tool_name: str) -> str:
     if _class_node(state_class) is None:
         raise ToolSourceNotFound(f"no source found for tool {tool_name!r} of {env_class.__name__}: the class "
                                  f"statement of {state_class.__qualname__} cannot be read")
-    if follower.use_class(state_class, whole=False) is None:
-        raise ToolSourceNotFound(f"no source found for tool {tool_name!r} of {env_class.__name__}")
-    follower.use_member(state_class, tool_name)
-    follower.settle()
-    return follower.render(ENTRY_LINE.format(state_class.__name__, tool_name))
+    try:
+        if follower.use_class(state_class, whole=False) is None:
+            raise ToolSourceNotFound(f"no source found for tool {tool_name!r} of {env_class.__name__}")
+        follower.use_member(state_class, tool_name)
+        follower.settle()
+        return follower.render(ENTRY_LINE.format(state_class.__name__, tool_name))
+    except (ToolSourceNotFound, RecursionError, MemoryError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - code this renderer does not understand: the followed functions
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+        return f"# {tool_name}: cannot show everything the call needs: {reason}\n" + tool_code(env_class, tool_name)

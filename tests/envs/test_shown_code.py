@@ -68,6 +68,13 @@ def test_a_value_bound_without_a_statement_is_written_as_python():
     assert "DYNAMIC = ('made', 'at', 'import')" in _code(KINDS, "odd")
 
 
+def test_a_module_of_ones_own_imported_as_a_module_is_a_namespace_of_the_names_used():
+    code = _code(KINDS, "odd")
+    assert ("records_module = types.SimpleNamespace(UNUSED_CONSTANT=UNUSED_CONSTANT)  # module "
+            "tests.fixtures.shown_kinds.records: the names the code uses") in code.splitlines()
+    assert "UNUSED_CONSTANT = 99" in code.splitlines() and "import types" in code.splitlines()
+
+
 def test_decorators_are_followed_with_what_they_use():
     code = _code(KINDS, "add_note")
     names = _top_level(code)
@@ -122,8 +129,9 @@ def test_helpers_are_followed_transitively_within_a_bound(monkeypatch):
 def test_what_cannot_be_shown_is_one_line_naming_the_tool_and_the_name():
     code = _code(KINDS, "odd")
     lines = [line for line in code.splitlines() if "cannot show" in line]
-    assert lines == ["# odd: cannot show records_module: module tests.fixtures.shown_kinds.records of the "
-                     "environment's own code, imported as a module"]
+    assert lines == ["# odd: cannot show MADE: no statement of module tests.fixtures.shown_kinds.kit binds it",
+                     "# odd: cannot show tests.fixtures.shown_kinds.records.describe: the name describe is taken "
+                     "(tests.fixtures.shown_kinds.kit.describe is shown)"]
     assert code.rstrip().endswith(ENTRY_LINE.format("KindsEnv", "odd"))
 
 
