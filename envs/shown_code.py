@@ -29,21 +29,20 @@ from __future__ import annotations
 
 import ast
 import builtins
-import dataclasses
 import enum
 import functools
 import inspect
 import sys
-import textwrap
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from envsim.envs.shown_refs import Refs, class_level_refs, function_refs, scan
+from envsim.envs.shown_render import Piece, render_module
 from envsim.envs.source import constant_source, tool_code
 from envsim.envs.source_follow import (ToolSourceNotFound, attribute_classes, delegated_function, owner_class,
                                        running_function)
-from envsim.envs.source_names import (ModuleSource, alias_of, bound_names, import_text, imported_module,
-                                      is_runner_module, is_user_module, module_source, statement_text,
-                                      top_level_bindings)
+from envsim.envs.source_names import (alias_of, bound_names, class_node, import_text, imported_module,
+                                      is_data_class, is_runner_module, is_user_module, member_statements,
+                                      module_source, own_members, real_name, statement_text, top_level_bindings)
 
 __all__ = ["ENTRY_LINE", "MAX_DEFINITIONS", "shown_tool_code"]
 
@@ -55,159 +54,13 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 _INIT_MEMBERS = ("__init__", "__post_init__", "__new__")
 
 
-@dataclass
-class _Piece:
-    """One top-level definition of the shown module."""
-
-    key: str
-    kind: str                       # "import", "def", "partial", "alias", "binding"
-    module: str
-    line: int
-    text: str = ""
-    needs: set[str] = field(default_factory=set)   # names it needs when it is executed
-    cls: type | None = None         # partial classes: the class
-    node: ast.ClassDef | None = None
-    members: list[str] = field(default_factory=list)
-    aliases: dict[str, str] = field(default_factory=dict)   # namespaces: attribute -> the name it is shown as
-
-
-@dataclass
-class _Refs:
-    """What a piece of code refers to."""
-
-    names: set[str] = field(default_factory=set)            # free names read
-    at_definition: set[str] = field(default_factory=set)    # ... of them, read when the definition runs
-    self_attrs: set[str] = field(default_factory=set)       # self.X / cls.X
-    chains: list[list[str]] = field(default_factory=list)   # dotted names called (self.kit.get, Class.method)
-    dotted: set[tuple[str, str]] = field(default_factory=set)   # Name.attr read
-    called: set[str] = field(default_factory=set)           # Name(...) called
-    super_calls: set[str] = field(default_factory=set)      # super().X
-    attr_calls: set[str] = field(default_factory=set)       # x.name(...) on anything but self
-
-
-def _local_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    args = node.args
-    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-    declared = {n for sub in ast.walk(node) if isinstance(sub, ast.Global) for n in sub.names}
-    stored = {sub.id for stmt in node.body for sub in ast.walk(stmt)
-              if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del))}
-    inner = {sub.name for stmt in node.body for sub in ast.walk(stmt)
-             if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    args_of_inner = {a.arg for stmt in node.body for sub in ast.walk(stmt)
-                     if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-                     for a in [*sub.args.posonlyargs, *sub.args.args, *sub.args.kwonlyargs]}
-    imported = {a.asname or a.name.split(".")[0] for stmt in node.body for sub in ast.walk(stmt)
-                if isinstance(sub, (ast.Import, ast.ImportFrom)) for a in sub.names}
-    return (params | stored | inner | args_of_inner | imported) - declared
-
-
-def _dotted(node: ast.expr) -> list[str] | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return [node.id, *parts[::-1]]
-
-
-def _scan(nodes: list[ast.AST], refs: _Refs, selves: set[str], local: set[str]) -> None:
-    for sub in (n for top in nodes for n in ast.walk(top)):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in local:
-            refs.names.add(sub.id)
-        elif isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
-            if sub.value.id in selves:
-                refs.self_attrs.add(sub.attr)
-            elif sub.value.id not in local:
-                refs.dotted.add((sub.value.id, sub.attr))
-        if isinstance(sub, ast.Call):
-            chain = _dotted(sub.func)
-            if chain and len(chain) >= 2:
-                refs.chains.append(chain)
-            if isinstance(sub.func, ast.Name):
-                refs.called.add(sub.func.id)
-            elif isinstance(sub.func, ast.Attribute):
-                receiver = sub.func.value
-                if (isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name)
-                        and receiver.func.id == "super"):
-                    refs.super_calls.add(sub.func.attr)
-                elif not (isinstance(receiver, ast.Name) and receiver.id in selves):
-                    refs.attr_calls.add(sub.func.attr)
-
-
-def function_refs(node: ast.FunctionDef | ast.AsyncFunctionDef) -> _Refs:
-    """Names a function uses: in its decorators and defaults (read at definition), its body, and its signature's
-    annotations (shown so the reader knows the types; never needed at definition: they are not evaluated)."""
-    refs = _Refs()
-    args = node.args
-    functions = [node, *(s for stmt in node.body for s in ast.walk(stmt)
-                         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))]
-    firsts = [(f.args.posonlyargs + f.args.args)[:1] for f in functions]
-    selves = {first[0].arg for first in firsts if first and first[0].arg in ("self", "cls")}
-    at_definition = [*node.decorator_list, *args.defaults, *(d for d in args.kw_defaults if d is not None)]
-    _scan(at_definition, refs, selves, set())
-    refs.at_definition = set(refs.names)
-    _scan(list(node.body), refs, selves, _local_names(node))
-    hints = [a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-             if a is not None and a.annotation is not None] + ([node.returns] if node.returns is not None else [])
-    _scan(hints, refs, set(), set())  # shown for the reader (the type names), not read when the code runs
-    return refs
-
-
-def _class_level_refs(node: ast.ClassDef, members: list[ast.stmt] | None = None) -> _Refs:
-    """Names a class statement reads when it runs: bases, keywords, decorators and its body's statements
-    (methods: decorators and defaults; field annotations count: pydantic and dataclasses read them)."""
-    refs = _Refs()
-    header = [*node.bases, *(k.value for k in node.keywords), *node.decorator_list]
-    _scan(header, refs, set(), set())
-    for stmt in node.body if members is None else members:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            inner = function_refs(stmt)
-            refs.names |= inner.at_definition
-        elif isinstance(stmt, ast.ClassDef):
-            refs.names |= _class_level_refs(stmt).names
-        else:
-            _scan([stmt], refs, set(), set())
-    refs.at_definition = set(refs.names)
-    return refs
-
-
-def _is_data_class(cls: type) -> bool:
-    """Classes shown whole: Enums, exceptions, pydantic models, dataclasses, named tuples, typed dicts."""
-    if issubclass(cls, (enum.Enum, BaseException)) or dataclasses.is_dataclass(cls):
-        return True
-    bases = {f"{b.__module__}.{b.__qualname__}" for b in cls.__mro__[1:]}
-    return (any(name.startswith("pydantic.") for name in bases) or hasattr(cls, "_fields")
-            or hasattr(cls, "__total__"))
-
-
-def _class_node(cls: type) -> tuple[ModuleSource, ast.ClassDef] | None:
-    """The ``class`` statement of a class in its module's source (top level, or nested in top-level classes)."""
-    source = module_source(cls.__module__)
-    if source is None or "<locals>" in cls.__qualname__:
-        return None
-    body: list[ast.stmt] = source.tree.body
-    node = None
-    for part in cls.__qualname__.split("."):
-        node = next((s for s in body if isinstance(s, ast.ClassDef) and s.name == part), None)
-        if node is None:
-            return None
-        body = node.body
-    return (source, node) if node is not None else None
-
-
-def _member_statements(node: ast.ClassDef, name: str) -> list[ast.stmt]:
-    return [s for s in node.body if name in bound_names(s)]
-
-
 class _Follower:
     """Collects the definitions one tool's code needs, then renders them as one module."""
 
     def __init__(self, tool: str, tool_names: set[str]) -> None:
         self.tool = tool
         self.tool_names = tool_names
-        self.pieces: dict[str, _Piece] = {}
+        self.pieces: dict[str, Piece] = {}
         self.shown: dict[str, str] = {}          # module-level name -> piece key
         self.classes: dict[type, str] = {}       # class -> piece key
         self.modules: list[str] = []             # modules in the order they were first reached
@@ -284,7 +137,7 @@ class _Follower:
                 return None
             if key not in self.pieces:
                 refs = function_refs(stmt)
-                self.pieces[key] = _Piece(key, "def", module, stmt.lineno, statement_text(source, stmt),
+                self.pieces[key] = Piece(key, "def", module, stmt.lineno, statement_text(source, stmt),
                                           set(refs.at_definition))
                 self._follow_refs(refs, module, scope, context=None)
             return name
@@ -300,11 +153,11 @@ class _Follower:
             if key in self.pieces:
                 continue
             self._claim(name, key)
-            refs = _Refs()
+            refs = Refs()
             targets = set(bound_names(one))
-            _scan([one], refs, set(), set())
+            scan([one], refs, set(), set())
             refs.names -= targets if not isinstance(one, ast.AugAssign) else set()
-            self.pieces[key] = _Piece(key, "def", module, one.lineno, statement_text(source, one), set(refs.names))
+            self.pieces[key] = Piece(key, "def", module, one.lineno, statement_text(source, one), set(refs.names))
             self._follow_refs(refs, module, scope, context=None)
         self.shown[name] = f"stmt:{module}:{bindings[-1].lineno}"
         return name
@@ -321,13 +174,13 @@ class _Follower:
             if shown_as is not None and shown_as != name:
                 key = f"alias:{name}"
                 if self._claim(name, key) and key not in self.pieces:
-                    self.pieces[key] = _Piece(key, "alias", module, stmt.lineno, f"{name} = {shown_as}", {shown_as})
+                    self.pieces[key] = Piece(key, "alias", module, stmt.lineno, f"{name} = {shown_as}", {shown_as})
             return name if shown_as is not None else None
         text = import_text(stmt, alias, module)
         key = f"import:{text}"
         if not self._claim(name, key):
             return None
-        self.pieces.setdefault(key, _Piece(key, "import", module, stmt.lineno, text))
+        self.pieces.setdefault(key, Piece(key, "import", module, stmt.lineno, text))
         return name
 
     def _use_namespace(self, name: str, value: Any, module: str, line: int) -> str | None:
@@ -338,10 +191,10 @@ class _Follower:
         if not self._claim(name, key):
             return None
         if key not in self.pieces:
-            self.pieces[key] = _Piece(key, "namespace", module, line, text=value.__name__)
+            self.pieces[key] = Piece(key, "namespace", module, line, text=value.__name__)
             self.namespaces[name] = value
             if self._claim("types", "import:import types"):
-                self.pieces.setdefault("import:import types", _Piece("import:import types", "import", module, 0,
+                self.pieces.setdefault("import:import types", Piece("import:import types", "import", module, 0,
                                                                      "import types"))
             else:
                 self.note(name, "the name types, which its namespace needs, is taken")
@@ -375,7 +228,7 @@ class _Follower:
                 return None
             key = f"value:{module}.{name}"
             if self._claim(name, key) and key not in self.pieces:
-                self.pieces[key] = _Piece(key, "def", module, 10**9, f"{name} = {text}")
+                self.pieces[key] = Piece(key, "def", module, 10**9, f"{name} = {text}")
             return name
         self.note(name, f"no statement of module {module} binds it")
         return None
@@ -387,7 +240,7 @@ class _Follower:
             return cls.__name__
         if not is_user_module(cls.__module__):
             return None
-        found = _class_node(cls)
+        found = class_node(cls)
         if found is None:
             self.note(cls.__name__, "its class statement cannot be read from source")
             return None
@@ -399,19 +252,19 @@ class _Follower:
         if not self._claim(cls.__name__, key):
             return None
         scope = vars(sys.modules[cls.__module__])
-        whole = _is_data_class(cls) if whole is None else whole
+        whole = is_data_class(cls) if whole is None else whole
         self.classes[cls] = key
         if whole:
-            refs = _class_level_refs(node)
-            self.pieces[key] = _Piece(key, "def", cls.__module__, node.lineno, statement_text(source, node),
+            refs = class_level_refs(node)
+            self.pieces[key] = Piece(key, "def", cls.__module__, node.lineno, statement_text(source, node),
                                       set(refs.names), cls=cls)
             self._follow_refs(refs, cls.__module__, scope, context=cls)
             for stmt in node.body:
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     self._follow_refs(function_refs(stmt), cls.__module__, scope, context=cls)
         else:
-            refs = _class_level_refs(node, members=[])
-            self.pieces[key] = _Piece(key, "partial", cls.__module__, node.lineno, needs=set(refs.names), cls=cls,
+            refs = class_level_refs(node, members=[])
+            self.pieces[key] = Piece(key, "partial", cls.__module__, node.lineno, needs=set(refs.names), cls=cls,
                                       node=node)
             self._follow_refs(refs, cls.__module__, scope, context=cls)
         return cls.__name__
@@ -439,7 +292,7 @@ class _Follower:
         piece = self.pieces[self.classes[klass]]
         if piece.kind != "partial":
             return
-        stmts = _member_statements(piece.node, name) if piece.node is not None else []
+        stmts = member_statements(piece.node, name) if piece.node is not None else []
         scope = vars(sys.modules[klass.__module__])
         if stmts:
             if name not in piece.members:
@@ -449,8 +302,8 @@ class _Follower:
                     refs = function_refs(stmt)
                     piece.needs |= refs.at_definition
                 else:
-                    refs = _Refs()
-                    _scan([stmt], refs, set(), set())
+                    refs = Refs()
+                    scan([stmt], refs, set(), set())
                     piece.needs |= refs.names
                 self._follow_refs(refs, klass.__module__, scope, context=context)
             return
@@ -468,7 +321,7 @@ class _Follower:
             text = f"{klass.__name__}.{name} = {type(value).__name__}({expression})"
         key = f"binding:{klass.__module__}.{klass.__qualname__}.{name}"
         names = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
-        self.pieces.setdefault(key, _Piece(key, "binding", klass.__module__, 10**9, text, names))
+        self.pieces.setdefault(key, Piece(key, "binding", klass.__module__, 10**9, text, names))
 
     def _expression(self, value: Any, context: type) -> str | None:
         """Python source for a value a class member is built from: a function or class by the name it is
@@ -479,7 +332,7 @@ class _Follower:
         if not callable(value):
             return None
         claimed = (getattr(value, "__module__", "") or "", getattr(value, "__qualname__", "") or "")
-        real = _real_name(value)
+        real = real_name(value)
         for module, qualname in dict.fromkeys([claimed, real]):
             if "<locals>" in qualname or not qualname or not is_user_module(module):
                 continue
@@ -505,7 +358,7 @@ class _Follower:
     def _factory_call(self, fn: Any, context: type) -> str | None:
         """``factory(arg, ...)`` for a function made inside a module-level factory, its arguments read back from
         the closure (``_as_tool(ShopToolkit.add_review)`` for ``call`` made by ``_as_tool(method)``)."""
-        module, qualname = _real_name(fn)
+        module, qualname = real_name(fn)
         factory_name = qualname.split(".<locals>")[0]
         if "." in factory_name:
             return None
@@ -528,7 +381,7 @@ class _Follower:
         return f"{factory_name}({', '.join(arguments)})"
 
     # -- references -------------------------------------------------------------------------------
-    def _follow_refs(self, refs: _Refs, module: str, scope: dict[str, Any], context: type | None) -> None:
+    def _follow_refs(self, refs: Refs, module: str, scope: dict[str, Any], context: type | None) -> None:
         for name in sorted(refs.names):
             self.use_name(module, name, scope)
         self.attr_calls |= refs.attr_calls
@@ -542,7 +395,7 @@ class _Follower:
             value = scope.get(holder)
             if inspect.ismodule(value):
                 self._use_through(holder, attr, scope)
-            elif inspect.isclass(value) and value in self.classes and attr in _own_members(value):
+            elif inspect.isclass(value) and value in self.classes and attr in own_members(value):
                 self.use_member(value, attr)
         for chain in refs.chains:  # module.Class.method(...): the method of the class reached through modules
             value = scope.get(chain[0])
@@ -550,7 +403,7 @@ class _Follower:
                 if not inspect.ismodule(value):
                     break
                 value = getattr(value, part, None)
-                if inspect.isclass(value) and value in self.classes and chain[i + 1] in _own_members(value):
+                if inspect.isclass(value) and value in self.classes and chain[i + 1] in own_members(value):
                     self.use_member(value, chain[i + 1])
         if context is None:
             return
@@ -576,7 +429,7 @@ class _Follower:
             changed = False
             for cls in sorted(self.instantiated, key=lambda c: c.__qualname__):
                 piece = self.pieces[self.classes[cls]]
-                for name in sorted(self.attr_calls & _own_members(cls)):
+                for name in sorted(self.attr_calls & own_members(cls)):
                     if piece.kind == "partial" and name not in piece.members:
                         self.use_member(cls, name)
                         changed = True
@@ -584,106 +437,11 @@ class _Follower:
     # -- rendering --------------------------------------------------------------------------------
     def render(self, entry: str | None) -> str:
         """The shown module: imports, then definitions in an order that runs, attachments, notes, the entry."""
-        pieces = [p for p in self.pieces.values()]
-        imports = sorted((p for p in pieces if p.kind == "import"), key=lambda p: (not p.text.startswith("import "),
-                                                                                   p.text))
-        rest = _ordered([p for p in pieces if p.kind != "import"], self.shown, self.modules)
-        blocks = ["\n".join(_merge_imports([p.text for p in imports]))] if imports else []
-        blocks += [self._text(p) for p in rest]
         lines = [f"# {self.tool}: cannot show {name}: {why}" for name, why in sorted(self.notes.items())]
         if self.left_out:
             lines.append(f"# {self.tool}: not shown (over {MAX_DEFINITIONS} definitions): "
                          + ", ".join(self.left_out[:20]) + (" ..." if len(self.left_out) > 20 else ""))
-        if entry:
-            lines.append(entry)
-        if lines:
-            blocks.append("\n".join(lines))
-        return "\n\n".join(b for b in blocks if b) + "\n"
-
-    def _text(self, piece: _Piece) -> str:
-        if piece.kind == "namespace":
-            name = next(n for n, key in self.shown.items() if key == piece.key)
-            names = ", ".join(f"{attr}={piece.aliases[attr]}" for attr in piece.members)
-            return f"{name} = types.SimpleNamespace({names})  # module {piece.text}: the names the code uses"
-        if piece.kind != "partial":
-            return textwrap.dedent(piece.text).rstrip()
-        source = module_source(piece.module)
-        node = piece.node
-        assert source is not None and node is not None
-        start = _start(node)
-        header_end = _start(node.body[0]) if node.body else node.end_lineno
-        header = "\n".join(source.lines[start:header_end])
-        first = node.body[0] if node.body else None
-        has_doc = (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                   and isinstance(first.value.value, str))
-        members = [s for s in node.body if set(bound_names(s)) & set(piece.members)]
-        body = ([first] if has_doc else []) + members
-        parts = [header.rstrip()] if header.strip() else []
-        chunks = ["\n".join(source.lines[_start(s):s.end_lineno]) for s in body]
-        if not chunks:
-            indent = " " * (node.col_offset + 4)
-            chunks = [f"{indent}pass"]
-        text = "\n".join(parts) + "\n" + "\n\n".join(chunks)
-        return textwrap.dedent(text).rstrip()
-
-
-def _start(stmt: ast.stmt) -> int:
-    """The index of a statement's first line (its first decorator's)."""
-    return min([d.lineno for d in getattr(stmt, "decorator_list", [])] + [stmt.lineno]) - 1
-
-
-def _real_name(value: Any) -> tuple[str, str]:
-    """Where a function was really defined: ``(module, qualname)`` from its code and globals (``functools.wraps``
-    copies the wrapped function's ``__module__`` and ``__qualname__`` onto a wrapper)."""
-    code = getattr(value, "__code__", None)
-    if code is not None and hasattr(code, "co_qualname"):
-        return value.__globals__.get("__name__", value.__module__), code.co_qualname
-    return getattr(value, "__module__", "") or "", getattr(value, "__qualname__", "") or ""
-
-
-def _own_members(cls: type) -> set[str]:
-    return {name for name, value in vars(cls).items() if callable(value) or isinstance(value, (staticmethod,
-                                                                                               classmethod,
-                                                                                               property))}
-
-
-def _merge_imports(texts: list[str]) -> list[str]:
-    """``from m import a`` and ``from m import b`` as one ``from m import a, b`` (names in first-seen order)."""
-    merged: dict[str, list[str]] = {}
-    lines: list[str] = []
-    for text in texts:
-        if text.startswith("from "):
-            module, _, names = text[len("from "):].partition(" import ")
-            if module not in merged:
-                merged[module] = []
-                lines.append(f"from {module} import ")
-            merged[module].append(names)
-        else:
-            lines.append(text)
-    return [line + ", ".join(merged[line[len("from "):-len(" import ")]]) if line.startswith("from ") and
-            line.endswith(" import ") else line for line in lines]
-
-
-def _ordered(pieces: list[_Piece], shown: dict[str, str], modules: list[str]) -> list[_Piece]:
-    """Pieces in an order whose definitions run: what one needs at definition time first; otherwise modules
-    reached last (the deepest dependencies) first, then source order; attachments after definitions."""
-    rank = {m: len(modules) - i for i, m in enumerate(modules)}
-    group = {"def": 0, "partial": 0, "alias": 0, "namespace": 0, "binding": 1}
-    by_key = {p.key: p for p in pieces}
-
-    def sort_key(p: _Piece) -> tuple[Any, ...]:
-        return (group[p.kind], rank.get(p.module, 0), p.line, p.key)
-
-    needs = {p.key: {shown[n] for n in p.needs if shown.get(n) in by_key and shown[n] != p.key} for p in pieces}
-    done: list[_Piece] = []
-    placed: set[str] = set()
-    remaining = sorted(pieces, key=sort_key)
-    while remaining:
-        ready = next((p for p in remaining if needs[p.key] <= placed), remaining[0])  # a cycle: source order
-        done.append(ready)
-        placed.add(ready.key)
-        remaining.remove(ready)
-    return done
+        return render_module(list(self.pieces.values()), self.shown, self.modules, lines + ([entry] if entry else []))
 
 
 def _state_class(env_class: type) -> type:
@@ -727,7 +485,7 @@ def shown_tool_code(env_class: type, tool_name: str) -> str:
     start = running_function(spec.method)
     if start is None or not is_user_module(state_class.__module__) or module_source(state_class.__module__) is None:
         return tool_code(env_class, tool_name)  # source given as a string: the class as written
-    if _class_node(state_class) is None:
+    if class_node(state_class) is None:
         raise ToolSourceNotFound(f"no source found for tool {tool_name!r} of {env_class.__name__}: the class "
                                  f"statement of {state_class.__qualname__} cannot be read")
     try:

@@ -17,6 +17,8 @@ text and does not depend on the hash seed):
 from __future__ import annotations
 
 import ast
+import dataclasses
+import enum
 import functools
 import importlib.util
 import inspect
@@ -111,8 +113,7 @@ def top_level_bindings(module_name: str) -> dict[str, tuple[ast.stmt, ...]]:
 
 def statement_text(source: ModuleSource, stmt: ast.stmt) -> str:
     """The source text of a module-level statement, decorators included."""
-    start = min([d.lineno for d in getattr(stmt, "decorator_list", [])] + [stmt.lineno]) - 1
-    return "\n".join(source.lines[start:stmt.end_lineno])
+    return "\n".join(source.lines[start_line(stmt):stmt.end_lineno])
 
 
 def imported_module(stmt: ast.ImportFrom | ast.Import, alias: ast.alias, module_name: str) -> str:
@@ -140,3 +141,53 @@ def import_text(stmt: ast.Import | ast.ImportFrom, alias: ast.alias, module_name
 def alias_of(stmt: ast.Import | ast.ImportFrom, name: str) -> ast.alias | None:
     """The alias of an import statement that binds ``name``."""
     return next((a for a in stmt.names if (a.asname or a.name.split(".")[0]) == name), None)
+
+
+def start_line(stmt: ast.stmt) -> int:
+    """The index of a statement's first line (its first decorator's)."""
+    return min([d.lineno for d in getattr(stmt, "decorator_list", [])] + [stmt.lineno]) - 1
+
+
+def real_name(value: Any) -> tuple[str, str]:
+    """Where a function was really defined: ``(module, qualname)`` from its code and globals (``functools.wraps``
+    copies the wrapped function's ``__module__`` and ``__qualname__`` onto a wrapper)."""
+    code = getattr(value, "__code__", None)
+    if code is not None and hasattr(code, "co_qualname"):
+        return value.__globals__.get("__name__", value.__module__), code.co_qualname
+    return getattr(value, "__module__", "") or "", getattr(value, "__qualname__", "") or ""
+
+
+def own_members(cls: type) -> set[str]:
+    """Names of the callables (methods, static and class methods, properties) a class defines itself."""
+    return {name for name, value in vars(cls).items() if callable(value) or isinstance(value, (staticmethod,
+                                                                                               classmethod,
+                                                                                               property))}
+
+
+def is_data_class(cls: type) -> bool:
+    """Classes shown whole: Enums, exceptions, pydantic models, dataclasses, named tuples, typed dicts."""
+    if issubclass(cls, (enum.Enum, BaseException)) or dataclasses.is_dataclass(cls):
+        return True
+    bases = {f"{b.__module__}.{b.__qualname__}" for b in cls.__mro__[1:]}
+    return (any(name.startswith("pydantic.") for name in bases) or hasattr(cls, "_fields")
+            or hasattr(cls, "__total__"))
+
+
+def class_node(cls: type) -> tuple[ModuleSource, ast.ClassDef] | None:
+    """The ``class`` statement of a class in its module's source (top level, or nested in top-level classes)."""
+    source = module_source(cls.__module__)
+    if source is None or "<locals>" in cls.__qualname__:
+        return None
+    body: list[ast.stmt] = source.tree.body
+    node = None
+    for part in cls.__qualname__.split("."):
+        node = next((s for s in body if isinstance(s, ast.ClassDef) and s.name == part), None)
+        if node is None:
+            return None
+        body = node.body
+    return (source, node) if node is not None else None
+
+
+def member_statements(node: ast.ClassDef, name: str) -> list[ast.stmt]:
+    """The statements of a class body that bind ``name``."""
+    return [s for s in node.body if name in bound_names(s)]
