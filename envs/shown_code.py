@@ -67,6 +67,8 @@ class _Follower:
         self.notes: dict[str, str] = {}          # name -> why it is not shown
         self.left_out: list[str] = []            # names past the bound
         self.visited: set[tuple[Any, ...]] = set()
+        self.results: dict[tuple[str, str], str | None] = {}   # (module, name) -> the name it is shown under
+        self.done: set[tuple[str, str]] = set()
         self.instantiated: set[type] = set()
         self.attr_calls: set[str] = set()
         self.namespaces: dict[str, Any] = {}     # name -> module of the user's code shown as a namespace
@@ -100,19 +102,16 @@ class _Follower:
     # -- names ------------------------------------------------------------------------------------
     def use_name(self, module: str, name: str, scope: dict[str, Any]) -> str | None:
         """Show what ``name`` is bound to in ``module``; returns the name it is shown under (``None``: not shown)."""
-        mark = ("name", module, name)
-        if mark in self.visited:
-            return self._shown_name(module, name)
-        self.visited.add(mark)
+        mark = (module, name)
+        if mark in self.results:  # followed already (or being followed: a cycle of names)
+            return self.results[mark] or (name if mark not in self.done and name in self.shown else None)
+        self.results[mark] = None
         try:
-            return self._use_name(module, name, scope)
+            self.results[mark] = self._use_name(module, name, scope)
         except Exception as exc:  # noqa: BLE001 - one line naming the name, never a traceback
             self.note(name, f"{type(exc).__name__}: {exc}")
-            return None
-
-    def _shown_name(self, module: str, name: str) -> str | None:
-        key = self.shown.get(name)
-        return name if key is not None else None
+        self.done.add(mark)
+        return self.results[mark]
 
     def _use_name(self, module: str, name: str, scope: dict[str, Any]) -> str | None:
         bindings = top_level_bindings(module).get(name)
@@ -148,18 +147,18 @@ class _Follower:
                 return None
             return self.use_class(value)
         # assignments (constants), annotated names, compound statements: their source text
+        if not self._claim(name, f"stmt:{module}:{bindings[-1].lineno}"):
+            return None
         for one in bindings:
             key = f"stmt:{module}:{one.lineno}"
             if key in self.pieces:
                 continue
-            self._claim(name, key)
             refs = Refs()
             targets = set(bound_names(one))
             scan([one], refs, set(), set())
             refs.names -= targets if not isinstance(one, ast.AugAssign) else set()
             self.pieces[key] = Piece(key, "def", module, one.lineno, statement_text(source, one), set(refs.names))
             self._follow_refs(refs, module, scope, context=None)
-        self.shown[name] = f"stmt:{module}:{bindings[-1].lineno}"
         return name
 
     def _use_import(self, module: str, name: str, stmt: ast.Import | ast.ImportFrom) -> str | None:
