@@ -91,7 +91,8 @@ def run_request(request: dict[str, Any], limits: Limits = Limits(), *, allow_unc
     """Run one call ``{"source", "class_name", "load", "tools", "state", "action"}`` in a confined worker.
 
     An ``action`` of ``None`` runs no tool: the child loads ``state`` and answers the saved state
-    (``next_state``), which is how untrusted states are normalised.
+    (``next_state``), which is how untrusted states are normalised. ``"packages"`` (optional) names optional
+    packages the class imports that the worker loads before it confines itself (only ``pydantic``).
 
     Returns ``{"observation", "next_state"}`` or raises ``SandboxError``. Workers are reused per
     (source, class, limits); ``fresh=True`` uses a new worker for this call only (the cold path).
@@ -117,8 +118,11 @@ def close_workers() -> None:
 
 
 def _setup(request: dict[str, Any], limits: Limits, *, tripwire: bool, confine: tuple[str, ...]) -> dict[str, Any]:
-    return {"source": request["source"], "class_name": request["class_name"], "load": request.get("load", "attrs"),
-            "tools": request.get("tools"), "limits": asdict(limits), "tripwire": tripwire, "confine": list(confine)}
+    setup = {"source": request["source"], "class_name": request["class_name"], "load": request.get("load", "attrs"),
+             "tools": request.get("tools"), "limits": asdict(limits), "tripwire": tripwire, "confine": list(confine)}
+    if request.get("packages"):  # optional packages the class imports (sandbox_worker.REQUESTABLE)
+        setup["packages"] = sorted(request["packages"])
+    return setup
 
 
 _WARNED: set[str] = set()

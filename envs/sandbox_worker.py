@@ -50,6 +50,9 @@ PREIMPORTED = (
     "zlib", "_strptime", "secrets", "traceback", "inspect", "locale",
 )
 HEAVY_OPTIONAL = ("numpy", "pandas", "pydantic", "polars", "pyarrow", "scipy", "torch", "orjson")
+# Of those, the ones a set-up may ask for (``"packages"``): imported before confinement, with their lazily
+# imported parts, so the class may use them. Shown code of object-model environments imports pydantic.
+REQUESTABLE = ("pydantic",)
 # Removed from sys.modules in a call child: importing one again is a violation.
 FORBIDDEN_MODULES = ("subprocess", "_posixsubprocess", "socket", "_socket", "select", "selectors", "ctypes",
                      "_ctypes", "multiprocessing", "_multiprocessing", "pty", "tty", "fcntl", "mmap", "resource",
@@ -213,22 +216,77 @@ def _write_all(fd: int, buffers: list[Any]) -> None:
 
 class _SkipHeavyOptional:
     """Meta-path finder used while the worker imports: optional heavy packages that libraries probe
-    for (numpy, pandas, pydantic ...) look absent, so the worker starts fast, small and single-threaded."""
+    for (numpy, pandas, pydantic ...) look absent, so the worker starts fast, small and single-threaded
+    (except those the set-up asks for)."""
+
+    def __init__(self, wanted: tuple[str, ...] = ()) -> None:
+        self.wanted = wanted
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name.split(".")[0] in HEAVY_OPTIONAL:
+        top = name.split(".")[0]
+        if top in HEAVY_OPTIONAL and top not in self.wanted:
             raise ImportError(f"{name} is not loaded in a sandbox worker")
+
+
+def _warm_pydantic() -> None:
+    """Import pydantic with the parts it imports lazily (its public names, the schema builders a model with
+    the common field types needs), so a confined call can define and validate models."""
+    import datetime
+    import enum
+    import typing
+
+    import pydantic
+
+    for name in getattr(pydantic, "__all__", ()):
+        try:
+            getattr(pydantic, name)
+        except Exception:  # noqa: BLE001 - a deprecated or optional name
+            pass
+
+    class _Kind(str, enum.Enum):
+        A = "a"
+
+    class _Inner(pydantic.BaseModel):
+        when: typing.Optional[datetime.datetime] = None
+        day: typing.Optional[datetime.date] = None
+
+    class _Probe(pydantic.BaseModel):
+        kind: _Kind = _Kind.A
+        level: typing.Literal["x", "y"] = "x"
+        inner: dict[str, _Inner] = pydantic.Field(default_factory=dict)
+        items: list[typing.Union[int, float, str]] = []
+        tags: typing.Tuple[str, ...] = ()
+        unique: typing.Set[str] = set()
+        either: typing.Optional[typing.Any] = None
+
+        @pydantic.field_validator("items")
+        @classmethod
+        def _check(cls, value: list) -> list:
+            return value
+
+    probe = _Probe.model_validate({"inner": {"k": {"when": "2024-01-02T03:04:05", "day": "2024-01-02"}},
+                                   "items": [1, 2.5, "s"], "tags": ["t"], "unique": ["u"]})
+    probe.model_dump(mode="json")
+    probe.model_dump()
+    probe.model_copy(deep=True)
+    pydantic.TypeAdapter(list[_Inner]).validate_python([])
 
 
 def _prepare(setup: dict[str, Any]) -> dict[str, Any]:
     import importlib
 
-    sys.meta_path.insert(0, _SkipHeavyOptional())
+    wanted = tuple(p for p in setup.get("packages") or () if p in REQUESTABLE)
+    sys.meta_path.insert(0, _SkipHeavyOptional(wanted))
     for name in PREIMPORTED:
         try:
             importlib.import_module(name)
         except ImportError:
             pass
+    if "pydantic" in wanted:
+        try:
+            _warm_pydantic()
+        except ImportError:
+            pass  # not installed: the class's import of it is refused in the call, with that reason
     from envsim.envs import sandbox_confine as confine
     from envsim.envs.adapters.foreign import wrap_class
     from envsim.envs.calling import call_in_process
@@ -479,7 +537,10 @@ def _run_call(prepared: dict[str, Any], setup: dict[str, Any], raw_request: byte
         sys.addaudithook(_tripwire(out, nonce, envsim_dir))
     prepared = setup = raw_request = None  # type: ignore[assignment]  # not kept in this frame
     try:
-        namespace: dict[str, Any] = {"__name__": "envsim_untrusted", "__builtins__": builtins}
+        module = type(sys)("envsim_untrusted")  # a module, so libraries that look classes' modules up find it
+        module.__builtins__ = builtins
+        sys.modules["envsim_untrusted"] = module
+        namespace: dict[str, Any] = module.__dict__
         exec(code, namespace)  # noqa: S102 - the confined call child exists to run it
         foreign = namespace.get(class_name)
         if not isinstance(foreign, type):

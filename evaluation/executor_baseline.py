@@ -12,6 +12,10 @@ How the shown code becomes a module (the conventions a Python reader of the prom
   methods) are methods of one class, everything else (helpers, constants, classes) stays at module level;
   a τ-bench-style tool class (``class X(Tool)`` with a static ``invoke(data, ...)``) is called as
   ``invoke(state, **arguments)``, the state being the dict ``data``;
+* module-shaped tool code (``envsim.envs.shown_code``: imports, models, helpers, classes, ending with
+  ``# The call runs Class.tool on an object whose public attributes are the state.``) runs as shown; that class,
+  made without ``__init__``, gets the state's keys as attributes (code importing pydantic gets it in the sandbox);
+  a dict the view's notes say the call counts gets stand-ins up to that number (``executor_stand_ins``);
 * ``full-class``: the class that defines the called tool is used as it is;
 * names the system prompt uses or that any Python reader knows are provided: ``ToolError`` (the prompt's
   rule: ``raise ToolError(msg)`` answers ``{"success": false, "error": msg}``), the ``@tool`` marker, empty
@@ -29,6 +33,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,8 +122,39 @@ class ShownModule:
 
     source: str
     class_name: str
-    shape: str                       # "methods", "class" or "invoke"
+    shape: str                       # "methods", "class", "invoke" or "module"
     called_attributes: set[str] = field(default_factory=set)   # names used as self.NAME(...) in the code
+    packages: list[str] = field(default_factory=list)          # optional packages the code imports (pydantic)
+
+
+#: The last line of a module-shaped tool code (``envsim.envs.shown_code.ENTRY_LINE``): which class's method runs.
+ENTRY_PATTERN = re.compile(r"^# The call runs (\w+)\.(\w+) on an object whose public attributes are the state\.$",
+                           re.MULTILINE)
+#: Appended to a module-shaped code: the tool raising the prompt's ToolError answers {"success": false, ...};
+#: an exception class of the code's own that happens to be called ToolError is an ordinary exception.
+_MODULE_ENTRY = '''
+
+def _envsim_catch_prompt_tool_error(method, tool_error=_envsim_prompt_tool_error):
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except tool_error as exc:
+            return {{"success": False, "error": str(exc)}}
+    return call
+
+
+{cls}.{tool} = _envsim_catch_prompt_tool_error(getattr({cls}, {tool!r}))
+'''
+
+
+def _imported_packages(tree: ast.Module) -> list[str]:
+    """Optional packages (``sandbox_worker.REQUESTABLE``) the code imports."""
+    from envsim.envs.sandbox_worker import REQUESTABLE
+
+    tops = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    tops |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level}
+    return sorted(tops & set(REQUESTABLE))
 
 
 def _decorator_name(node: ast.expr) -> str:
@@ -169,6 +205,11 @@ def build_module(code: str, tool_name: str) -> ShownModule:
     lines = code.splitlines()
     body = tree.body
     calls = _self_calls(tree)
+    entry = ENTRY_PATTERN.search(code)
+    if entry is not None and entry[2] == tool_name:
+        source = (f"{PRELUDE}\n_envsim_prompt_tool_error = ToolError\n\n\n{code}\n"
+                  + _MODULE_ENTRY.format(cls=entry[1], tool=tool_name))
+        return ShownModule(source, entry[1], "module", calls, _imported_packages(tree))
     methods = [n for n in body if _is_method(n)]
     method_ids = {id(n) for n in methods}  # a set: a list membership test per statement made this quadratic
     classes = [n for n in body if isinstance(n, ast.ClassDef)]
@@ -218,12 +259,15 @@ class Execution:
 
 def run_shown(shown: ShownPrompt, state: Any = None, limits: Limits | None = None) -> Execution:
     """Run the call of ``shown`` with its code on its state (or on ``state`` when given: the miss analysis
-    re-runs the same code on the record's true state). Never raises."""
+    re-runs the same code on the record's true state). A dict the view's notes say the call counts gets stand-ins
+    up to its number of entries (``evaluation.executor_stand_ins``). Never raises."""
     from envsim.delta import compute_delta
     from envsim.envs.sandbox import SandboxError, run_request
+    from envsim.evaluation import executor_stand_ins as stand_ins
 
     if shown.mode == "pomdp":
         return Execution("pomdp", POMDP_REFUSAL, shown=shown)
+    counts = stand_ins.short_counts(shown.view_notes, shown.state) if state is None else {}
     state = shown.state if state is None else state
     if not isinstance(state, dict):
         return Execution("unreadable", "the shown state is not a JSON object", shown=shown)
@@ -235,7 +279,15 @@ def run_shown(shown: ShownPrompt, state: Any = None, limits: Limits | None = Non
         return Execution("not_python", f"the shown code cannot be read as Python: {str(exc)[:200]}", shown=shown)
     request = {"source": module.source, "class_name": module.class_name, "load": "attrs",
                "tools": [shown.action["name"]], "state": state, "action": shown.action}
+    if module.packages:
+        request["packages"] = module.packages
     try:
+        if counts:
+            records = stand_ins.templates(state, counts)
+            if len(records) < len(counts):
+                records = stand_ins.templates(state, counts, run_request(request, limits or DEFAULT_LIMITS)
+                                              ["next_state"])
+            state = request["state"] = stand_ins.with_stand_ins(state, counts, records)
         answer = run_request(request, limits or DEFAULT_LIMITS)
     except SandboxError as exc:
         return Execution("sandbox", str(exc), shown=shown, module=module)

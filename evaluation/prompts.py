@@ -13,6 +13,11 @@ Versions (``version=``; the same information in each, answers in the same format
 * ``"3"``: version 2 plus the ``mdp-view`` mode (only there): the state is replaced by a *view*
   (``envsim.envs.views``: the part of the state the call can read, with full-state paths, and notes on
   what it leaves out); the system prompt adds the view rules. Other modes read as in version 2.
+* ``"4"``: version 3 with a system prompt that says how the code's objects map to the JSON state (the object
+  the call runs on, named by the last line of module-shaped code; model fields as keys; Enum members as their
+  values; new records with every field, defaults included). User messages read as in version 3. The default
+  of ``mdp-view`` on benchmark files (your own environments, whose code ``envsim.envs.shown_code`` renders);
+  the shipped ``v1`` / ``v2`` keep versions 1 to 3.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ PROMPT_VERSION = "1"
 LATEST_PROMPT_VERSION = "2"
 #: The first prompt version that defines ``mdp-view``.
 VIEW_PROMPT_VERSION = "3"
-PROMPT_VERSIONS: tuple[str, ...] = ("1", "2", "3")
+#: The first prompt version whose system prompt maps the code's objects to the JSON state.
+OBJECT_PROMPT_VERSION = "4"
+PROMPT_VERSIONS: tuple[str, ...] = ("1", "2", "3", "4")
 PromptMode = Literal["mdp", "pomdp", "full-class", "mdp-view"]
 PROMPT_MODES: tuple[str, ...] = ("mdp", "pomdp", "full-class", "mdp-view")
 
@@ -70,7 +77,20 @@ full state. Notes under it say what the view leaves out (records not shown, what
 which keys do not exist, and which records of a scan match its condition. Parts not shown exist unchanged; \
 write the patch with the view's paths (they are full-state paths)."""
 
-_SYSTEM_PROMPTS = {"1": SYSTEM_PROMPT, "2": SYSTEM_PROMPT_V2, "3": SYSTEM_PROMPT_V2}
+# Version 4: how the code's objects map to the JSON state, instead of only `self.<name>` is state["<name>"].
+_STATE_RULE_V2 = '- The state is the object\'s public attributes as JSON; `self.<name>` in the code is state["<name>"].\n'
+_STATE_RULES_V4 = """- The state is the public attributes, as JSON, of the object the call runs on (tool code shown as a \
+module ends with a line naming its class and method); `self.<name>` of that object is state["<name>"].
+- Objects the code builds from the state are that JSON: an object's field or attribute is a key of its JSON object \
+(`self.db.tickets["T1"].status` is state["tickets"]["T1"]["status"] when `self.db` is built from the state); \
+Enum members appear as their values; model and dataclass instances as objects of their fields, a new one with \
+every field (defaults included).
+"""
+assert _STATE_RULE_V2 in SYSTEM_PROMPT_V2
+SYSTEM_PROMPT_V4 = SYSTEM_PROMPT_V2.replace(_STATE_RULE_V2, _STATE_RULES_V4)
+SYSTEM_PROMPT_V4_VIEW = SYSTEM_PROMPT_V3_VIEW.replace(_STATE_RULE_V2, _STATE_RULES_V4)
+
+_SYSTEM_PROMPTS = {"1": SYSTEM_PROMPT, "2": SYSTEM_PROMPT_V2, "3": SYSTEM_PROMPT_V2, "4": SYSTEM_PROMPT_V4}
 
 
 def check_version(version: str) -> str:
@@ -84,10 +104,13 @@ def check_version(version: str) -> str:
 def default_prompt_version(benchmark: str | None, mode: str | None = None) -> str:
     """The prompt version a benchmark is evaluated with: ``"1"`` for ``v1`` and any other name or
     file (published numbers stay reproducible), the latest for shipped ``v2`` and later; ``mdp-view``
-    exists from version 3 on, so that mode gets ``"3"`` whatever the benchmark."""
+    exists from version 3 on: shipped benchmarks (``v1``, ``v2``, their point releases ``v1.1``, ``v2.1``) get
+    ``"3"``, benchmark files (your own environments) ``"4"``, whose system prompt says how the code's objects map
+    to the JSON state."""
+    name = str(benchmark or "")
+    release = re.fullmatch(r"v(\d+)(?:\.\d+)?", name)  # v2, and its point releases (v2.1)
     if mode == "mdp-view":
-        return VIEW_PROMPT_VERSION
-    release = re.fullmatch(r"v(\d+)(?:\.\d+)?", str(benchmark or ""))  # v2, and its point releases (v2.1)
+        return VIEW_PROMPT_VERSION if not name or release else OBJECT_PROMPT_VERSION
     if release and int(release.group(1)) >= 2:
         return LATEST_PROMPT_VERSION
     return PROMPT_VERSION
@@ -96,6 +119,8 @@ def default_prompt_version(benchmark: str | None, mode: str | None = None) -> st
 def system_prompt(version: str = PROMPT_VERSION, mode: str = "mdp") -> str:
     """The system prompt of a prompt version (and mode: ``mdp-view`` adds the view rules)."""
     version = check_version(version)
+    if mode == "mdp-view" and int(version) >= int(OBJECT_PROMPT_VERSION):
+        return SYSTEM_PROMPT_V4_VIEW
     if mode == "mdp-view" and int(version) >= int(VIEW_PROMPT_VERSION):
         return SYSTEM_PROMPT_V3_VIEW
     return _SYSTEM_PROMPTS[version]

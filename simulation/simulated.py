@@ -26,11 +26,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from envsim.delta import compute_delta, same_json
+from envsim.construction.errors import ToolCodeMissing
+from envsim.construction.labelling import record_code
 from envsim.construction.traced_labelling import label_traced
 from envsim.envs.adapters.tau import is_tau
 from envsim.envs.base import Environment
 from envsim.envs.executor import execute
-from envsim.envs.source import class_source, tool_code
+from envsim.envs.source import class_source
 from envsim.evaluation.failure_classes import step_verdicts
 from envsim.evaluation.parsing import parse_answer
 from envsim.evaluation.prompts import LATEST_PROMPT_VERSION, build_messages
@@ -62,8 +64,8 @@ class EnvSpec:
         code = {}
         for name in env_class.tool_specs():
             try:
-                code[name] = tool_code(env_class, name)
-            except (KeyError, LookupError, OSError, TypeError):  # LookupError: ToolSourceNotFound
+                code[name] = record_code(env_class, name)
+            except (KeyError, LookupError, OSError, TypeError, ToolCodeMissing):
                 code[name] = ""
         try:
             source = class_source(env_class)

@@ -51,6 +51,8 @@ class View:
         lines += [f"- {pointer(p)} has exactly the keys {json.dumps(keys, ensure_ascii=False)}"
                   for p, keys in sorted(self.key_lists.items(), key=lambda kv: pointer(kv[0]))]
         lines += [f"- {note.text()}" for note in self.filters]
+        lines += [f"- {pointer(p)} has {count} entries in all (the call counts them)"
+                  for p, count in self.sizes.items()]  # object models only: built-in views have no sizes
         return lines
 
     def render(self, compact: bool = True) -> str:
