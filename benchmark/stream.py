@@ -41,12 +41,12 @@ def file_sha256(path: Path) -> str:
 
 
 def limit_positions(total: int, limit: int | None) -> range | list[int]:
-    """Positions of the samples a ``--limit`` keeps (``evaluation.single_run.evenly_spaced``'s choice)."""
+    """Positions of the samples a ``--limit`` keeps (``evaluation.running.single_run.evenly_spaced``'s choice)."""
     return cut_positions(range(total), limit)
 
 
 def cut_positions(positions: Sequence[int], limit: int | None) -> Sequence[int]:
-    """``limit`` of ``positions`` evenly spaced (``evaluation.single_run.evenly_spaced``'s choice), else all."""
+    """``limit`` of ``positions`` evenly spaced (``evaluation.running.single_run.evenly_spaced``'s choice), else all."""
     if limit is not None and 0 <= limit < len(positions):
         return [positions[i * len(positions) // limit] for i in range(limit)]
     return positions
@@ -54,7 +54,7 @@ def cut_positions(positions: Sequence[int], limit: int | None) -> Sequence[int]:
 
 #: What a run needs of every record beyond the schema (``validation.RecordCheck``): its problem, or ``None``.
 RecordCheck = Callable[[dict[str, Any]], "str | None"]
-#: The positions a run keeps, given the split's ids in file order (``evaluation.subsets.select_positions``).
+#: The positions a run keeps, given the split's ids in file order (``evaluation.running.subsets.select_positions``).
 Selection = Callable[[list[str]], Sequence[int]]
 #: Told how many more bytes of the file the check has read (a progress display: ``progress.DelayedProgress``).
 BytesRead = Callable[[int], None]

@@ -30,7 +30,7 @@ from table_server import prompt_key, table_server  # noqa: E402
 
 def seed_answer(sample: dict) -> str:
     """The true feedback and changes of one exported sample, in the format the script's prompt asks for."""
-    from envsim.evaluation.original_rule import dotted, original_changes
+    from envsim.evaluation.scoring.original_rule import dotted, original_changes
 
     step = sample["step_detail"]
     kinds = {"added": "add", "removed": "delete", "modified": "modify"}

@@ -22,8 +22,8 @@ def subset_prompts(model_dir: str, count: int) -> list[list[int]]:
     from transformers import AutoTokenizer
 
     from envsim.benchmark import load
-    from envsim.evaluation.prompts import build_messages
-    from envsim.evaluation.subsets import read_ids
+    from envsim.evaluation.prompting.prompts import build_messages
+    from envsim.evaluation.running.subsets import read_ids
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     by_id = {record["id"]: record for record in load("v1", "test")}

@@ -74,8 +74,8 @@ def write_benchmark(records: list[dict], samples: int, path: Path) -> Path:
 def answer_table(records: list[dict]) -> dict[str, str]:
     """Prompt (``prompt_key`` of the messages of prompt version 1, ``mdp``) -> the oracle's answer after prose,
     in a fence."""
-    from envsim.evaluation.prompts import build_messages
-    from envsim.evaluation.providers import oracle_answer
+    from envsim.evaluation.prompting.prompts import build_messages
+    from envsim.evaluation.endpoints.providers import oracle_answer
 
     return {prompt_key(build_messages(r, "mdp", version="1")):
             "Let me trace the code first.\n```json\n" + oracle_answer(r) + "\n```" for r in records}

@@ -38,12 +38,12 @@ def main() -> None:
     args = parser.parse_args()
     from envsim.benchmark import load
     from envsim.benchmark.stream import _read_jsonl, check_file
-    from envsim.evaluation.chat_http import encode_body
-    from envsim.evaluation.parsing import parse_answer
-    from envsim.evaluation.prompts import build_messages
-    from envsim.evaluation.providers import oracle_answer
-    from envsim.evaluation.runner import _dump_row
-    from envsim.evaluation.scoring import score_prediction
+    from envsim.evaluation.endpoints.chat_http import encode_body
+    from envsim.evaluation.scoring.parsing import parse_answer
+    from envsim.evaluation.prompting.prompts import build_messages
+    from envsim.evaluation.endpoints.providers import oracle_answer
+    from envsim.evaluation.running.runner import _dump_row
+    from envsim.evaluation.scoring.scoring import score_prediction
     from envsim.tokens import eval_token_fields, get_tokenizer
 
     split = load("v1", "test")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from envsim.benchmark import BENCHMARK_DIR
-from envsim.evaluation.executor_misses import CAUSES, MISSES_FILE, by_cause
+from envsim.evaluation.baselines.executor_misses import CAUSES, MISSES_FILE, by_cause
 
 #: (reason id, cause, detail pattern, env pattern, why the miss is acceptable). The first rule that matches
 #: explains a miss; the lists name the reason by its id.

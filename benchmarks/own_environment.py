@@ -75,7 +75,7 @@ def percentile(values: list[int], share: float) -> float:
 
 def measure_record(figures: Figures, record: dict[str, Any], counter: Any) -> None:
     """Add one record's explorer, view and size figures."""
-    from envsim.evaluation.prompts import build_messages
+    from envsim.evaluation.prompting.prompts import build_messages
     from envsim.tokens import chat_tokens
 
     figures.strata[record["stratum"]] += 1

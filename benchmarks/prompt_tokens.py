@@ -18,7 +18,7 @@ import json
 import sys
 from typing import Any
 
-from envsim.evaluation.prompts import (PROMPT_MODES, PROMPT_VERSIONS, VIEW_PROMPT_VERSION, build_messages,
+from envsim.evaluation.prompting.prompts import (PROMPT_MODES, PROMPT_VERSIONS, VIEW_PROMPT_VERSION, build_messages,
                                        target_answer)
 from envsim.tokens import chat_tokens, get_tokenizer, token_stats, tokenizer_name
 

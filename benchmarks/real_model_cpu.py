@@ -461,8 +461,8 @@ def write_figures(work: Path, copy_to: Path | None) -> dict[str, Any]:
 def check_subset(model_dir: Path, write: bool) -> int:
     """Rebuild the shipped id list with the model's own tokenizer; 0 when it matches (or was written)."""
     from envsim.benchmark import load
-    from envsim.evaluation.prompts import build_messages, target_answer
-    from envsim.evaluation.subsets import read_ids, stratified_fitting_ids, subset_path
+    from envsim.evaluation.prompting.prompts import build_messages, target_answer
+    from envsim.evaluation.running.subsets import read_ids, stratified_fitting_ids, subset_path
     from envsim.tokens import chat_tokens, get_tokenizer
 
     tokenizer = get_tokenizer(model_dir)

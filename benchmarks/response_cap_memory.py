@@ -38,7 +38,7 @@ def main() -> None:
     parser.add_argument("--uncapped", action="store_true")
     args = parser.parse_args()
     from envsim.benchmark import load
-    from envsim.evaluation.hostile_server import hostile_server_process
+    from envsim.evaluation.baselines.hostile_server import hostile_server_process
 
     every = load("v1", "test")
     records, normal = every[: args.samples], every[args.samples: 2 * args.samples]  # normal: answered truly

@@ -43,10 +43,10 @@ def main() -> None:
     args = parser.parse_args()
 
     from envsim.benchmark import load
-    from envsim.evaluation.executor_baseline import execute_prompt
-    from envsim.evaluation.parsing import parse_answer
-    from envsim.evaluation.prompts import build_messages, default_prompt_version
-    from envsim.evaluation.scoring import score_prediction
+    from envsim.evaluation.baselines.executor_baseline import execute_prompt
+    from envsim.evaluation.scoring.parsing import parse_answer
+    from envsim.evaluation.prompting.prompts import build_messages, default_prompt_version
+    from envsim.evaluation.scoring.scoring import score_prediction
 
     split = {"core": "test", None: "test"}.get(args.tier, args.tier)  # v2's core tier is its test file
     records = load(args.benchmark, split)

@@ -1,6 +1,6 @@
 """Evaluation speed on the τ-bench tiers: ``envsim eval`` end to end (start-up, loading, scoring, reports), as a
 user runs it. Scoring applies predicted patches copy-on-write and compares states by shared subtrees
-(``evaluation/shared_states.py``); null/oracle build no whole-database prompt (``runner.skips_prompt``).
+(``evaluation/scoring/shared_states.py``); null/oracle build no whole-database prompt (``runner.skips_prompt``).
 
     ENVSIM_TAU_BENCH=../shared/third_party/tau-bench python benchmarks/tau_eval_speed.py
 
@@ -43,8 +43,8 @@ def wrong_answer_ms(step: int = 10) -> tuple[int, float, float]:
     whole-state ``compute_delta`` it used for the predicted paths before."""
     from envsim.benchmark.state_store import resolve, state_folder
     from envsim.delta import compute_delta
-    from envsim.evaluation.parsing import ParsedAnswer
-    from envsim.evaluation.scoring import apply_prediction, score_prediction
+    from envsim.evaluation.scoring.parsing import ParsedAnswer
+    from envsim.evaluation.scoring.scoring import apply_prediction, score_prediction
 
     tau = Path(__file__).resolve().parents[1] / "benchmark" / "v2" / "tau.jsonl"
     rows = [json.loads(line) for line in tau.open(encoding="utf-8")]

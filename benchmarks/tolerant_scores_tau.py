@@ -40,8 +40,8 @@ def reformatted(observation: Any) -> Any:
 def main() -> None:
     """Score the simulator on every τ-tier record and print the figures."""
     from envsim.benchmark import load
-    from envsim.evaluation.parsing import parse_answer
-    from envsim.evaluation.scoring import score_prediction
+    from envsim.evaluation.scoring.parsing import parse_answer
+    from envsim.evaluation.scoring.scoring import score_prediction
 
     counts: Counter[str] = Counter()
     classes: dict[str, Counter[str]] = {"observation": Counter(), "state": Counter()}

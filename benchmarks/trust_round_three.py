@@ -35,7 +35,7 @@ ATTACKS: dict[str, str] = {
     """,
     # 2. a 12 MB `code` field under mdp-view (the audit: 5.9 GB while parsed)
     "code: 12 MB under mdp-view": """
-        from envsim.evaluation.prompts import view_problem
+        from envsim.evaluation.prompting.prompts import view_problem
         code = "x = [" + "1," * 6_000_000 + "]\\n"
         print(view_problem({"code": code}))
     """,
@@ -99,7 +99,7 @@ ATTACKS: dict[str, str] = {
     # Also: 256 KiB of shown code (7,500 methods) made into the executor's module (the audit: 6.4 s)
     "executor: 256 KiB of shown code": """
         import time
-        from envsim.evaluation.executor_baseline import build_module
+        from envsim.evaluation.baselines.executor_baseline import build_module
         code = "".join(f"def m{i}(self):\\n    return {i}\\n\\n" for i in range(7_500))
         started = time.perf_counter()
         build_module(code, "m5")

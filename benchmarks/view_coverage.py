@@ -33,7 +33,7 @@ from envsim.envs.views import View, compute_view, trace_call, traced, traced_env
 from envsim.envs.views.analysis import ReadNeeds
 from envsim.envs.views.oracle import view_of, view_oracle_answer
 from envsim.envs.views.view import build_view
-from envsim.evaluation.prompts import build_messages
+from envsim.evaluation.prompting.prompts import build_messages
 from envsim.tokens import chat_tokens, get_tokenizer
 
 
@@ -86,8 +86,8 @@ def _local_changed_paths(before: dict[str, Any], after: dict[str, Any]) -> list[
 
 def scored(record: dict[str, Any], answer: dict[str, Any]) -> tuple[bool, bool]:
     """FM and CM of ``answer`` against ``record`` through the real parser and scorer."""
-    from envsim.evaluation.parsing import parse_answer
-    from envsim.evaluation.scoring import score_prediction
+    from envsim.evaluation.scoring.parsing import parse_answer
+    from envsim.evaluation.scoring.scoring import score_prediction
 
     score = score_prediction(record, parse_answer(json.dumps(answer)))
     return score.fm, score.cm
@@ -99,7 +99,7 @@ def tau_rows(domain: str, counter: Any, real_scorer: bool = False, tasks: int | 
     Each task replays from the initial database. A plain copy (``shadow``) carries the state the view is
     computed from; the traced copy runs the real call. The view oracle's patch is applied to the shadow in
     place and the two full states are compared (CM exactly, at C speed); ``real_scorer`` also scores each
-    answer with ``evaluation.scoring`` against the full truth (slow on megabyte states). ``tasks``: only the
+    answer with ``evaluation.scoring.scoring`` against the full truth (slow on megabyte states). ``tasks``: only the
     first N test tasks.
     """
     from envsim.delta import same_json
@@ -223,7 +223,7 @@ def main() -> None:
     parser.add_argument("--no-long-state", action="store_true")
     parser.add_argument("--no-v1", action="store_true")
     parser.add_argument("--real-scorer", action="store_true",
-                        help="score τ-bench view-oracle answers with evaluation.scoring too (slow: ~1 s a call)")
+                        help="score τ-bench view-oracle answers with evaluation.scoring.scoring too (slow: ~1 s a call)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     counter = get_tokenizer()
@@ -262,8 +262,8 @@ def main() -> None:
               + (f"{100 * f['base_covered']:.1f}%" if "base_covered" in f else "–") + " | "
               + (f"{b['p50']:,} / {b['p95']:,}" if b else "–") + " | "
               + (f"{f['shrink']['p50']:.1f}x" if "shrink" in f else "–") + " |")
-    scorer = "evaluation.scoring" if args.real_scorer else "exact full-state comparison"
-    print(f"\nView oracle: the tool run on the view alone; τ-bench scored by {scorer}, v1/v2 by evaluation.scoring.")
+    scorer = "evaluation.scoring.scoring" if args.real_scorer else "exact full-state comparison"
+    print(f"\nView oracle: the tool run on the view alone; τ-bench scored by {scorer}, v1/v2 by evaluation.scoring.scoring.")
     for name, f in figures.items():
         if f.get("misses"):
             print(f"{name} misses: {f['misses']}")

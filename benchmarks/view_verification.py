@@ -39,7 +39,7 @@ def figures(env_id: str, episodes: int, steps: int, counter: Any) -> dict[str, A
     from envsim.envs.registry import get_env
     from envsim.envs.trust import trust_target
     from envsim.envs.views.verify import reproduction_problem, stored_view
-    from envsim.evaluation.prompts import build_messages
+    from envsim.evaluation.prompting.prompts import build_messages
     from envsim.tokens import chat_tokens
 
     trust_target(env_id)

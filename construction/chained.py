@@ -4,7 +4,7 @@ An episode is one JSON line: the initial ``state``, and ``steps`` (each with its
 tool ``code``, and the true ``observation``, ``patch``, ``delta_size``, ``outcome``, ``stratum``,
 ``arg_count``); ``final_state`` is the state after the last step. Applying the patches in order to
 ``state`` gives every intermediate state and ``final_state`` (tested for every shipped episode).
-At evaluation time the simulator's own predicted state is carried forward (``evaluation/chained.py``).
+At evaluation time the simulator's own predicted state is carried forward (``evaluation/scoring/chained.py``).
 
 Candidates are seeded explorer rollouts of ``max_length`` calls from ``sample_state``;
 ``sample_episodes`` cuts them to each target length, keeps only episodes that change the state
@@ -150,7 +150,7 @@ def chained_stats(episodes: Sequence[dict[str, Any]], tokenizer: Any = None) -> 
     per step, the ``mdp`` prompt v2 on the true state and the target answer; per episode, their sums."""
     from collections import Counter
 
-    from envsim.evaluation.prompts import build_messages, target_answer
+    from envsim.evaluation.prompting.prompts import build_messages, target_answer
     from envsim.records import STRATA
     from envsim.tokens import chat_tokens, count_tokens, get_tokenizer, token_stats, tokenizer_name
 

@@ -68,7 +68,7 @@ def decode_content(content: Any) -> Any:
 
 def original_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
     """The original's ``config_change.changes``: dotted path, ``added|removed|modified``, before, after."""
-    from envsim.evaluation.original_rule import dotted, original_changes
+    from envsim.evaluation.scoring.original_rule import dotted, original_changes
 
     return [{"path": dotted(c["path"]), "type": c["type"], "before": c["before"], "after": c["after"]}
             for c in original_changes(before, after)]

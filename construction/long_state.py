@@ -49,7 +49,7 @@ def scaled_state(env_id: str, seed: int, factor: int) -> dict[str, Any]:
 
 def prompt_tokens(record: dict[str, Any], counter: Any = None) -> int:
     """Counted tokens of a record's ``mdp`` prompt, version 2, chat framing and generation prompt included."""
-    from envsim.evaluation.prompts import build_messages
+    from envsim.evaluation.prompting.prompts import build_messages
     from envsim.tokens import chat_tokens
 
     return chat_tokens(build_messages(record, PROMPT_MODE, version=PROMPT_VERSION), counter)

@@ -67,8 +67,8 @@ async def llm_rollout(env_class: type[Environment], state: dict[str, Any], model
     """Let an LLM agent act for up to ``steps`` calls in the real environment; returns the transitions."""
     import openai
 
-    from envsim.evaluation.providers import OpenAICompatibleProvider
-    from envsim.evaluation.runner import RetryPolicy
+    from envsim.evaluation.endpoints.providers import OpenAICompatibleProvider
+    from envsim.evaluation.running.runner import RetryPolicy
 
     provider = OpenAICompatibleProvider(model, base_url=base_url, temperature=temperature, timeout=timeout)
     policy = RetryPolicy(timeout=timeout, max_retries=max_retries)

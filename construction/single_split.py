@@ -84,7 +84,7 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
     from envsim.construction.pipeline import spread_sample
     from envsim.construction.stats import record_stats, record_token_stats, stats_markdown
     from envsim.construction.stored_states import has_large_state
-    from envsim.evaluation.prompts import VIEW_PROMPT_VERSION, default_prompt_version
+    from envsim.evaluation.prompting.prompts import VIEW_PROMPT_VERSION, default_prompt_version
 
     if options.policy == "replay":
         pool = replayed_pool(options)

@@ -85,7 +85,7 @@ def record_token_stats(records: Iterable[dict[str, Any]], *, prompt_mode: str = 
                        cutoff: int | None = None) -> dict[str, Any]:
     """Counted tokens of benchmark records: the chat prompt (framing and generation prompt included)
     and the exact target answer, per stratum. ``tokenizer``: a model directory, a loaded counter or None (Qwen BPE)."""
-    from envsim.evaluation.prompts import build_messages, target_answer
+    from envsim.evaluation.prompting.prompts import build_messages, target_answer
     from envsim.tokens import chat_tokens, count_tokens, get_tokenizer, tokenizer_name
 
     counter = tokenizer if hasattr(tokenizer, "chat") else get_tokenizer(tokenizer)

@@ -13,8 +13,8 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_API = {"evaluate": "envsim.evaluation.api", "EvalSummary": "envsim.evaluation.eval_summary",
-        "GroupRates": "envsim.evaluation.eval_summary", "EvalStopped": "envsim.evaluation.errors",
+_API = {"evaluate": "envsim.evaluation.api", "EvalSummary": "envsim.evaluation.running.eval_summary",
+        "GroupRates": "envsim.evaluation.running.eval_summary", "EvalStopped": "envsim.evaluation.errors",
         "construct": "envsim.construction.api", "ConstructSummary": "envsim.construction.construct_options",
         "ConstructStopped": "envsim.construction.errors",
         "simulate": "envsim.simulation.simulate", "SimulationRun": "envsim.simulation.simulate",

@@ -224,7 +224,7 @@ def prune_equal(old: Any, new: Any, equal: Callable[[Any, Any], bool] | None = N
     Dictionary keys whose values are equal on both sides are dropped (deepdiff then walks only what
     changed); lists are aligned by ``_align_lists``. Paths of the reduced pair map back to the
     original states through ``_Slot`` keys. ``equal`` decides which values are equal (default
-    ``strictly_equal``; ``evaluation.shared_states.strictly_equal_shared`` gives the same answers faster on
+    ``strictly_equal``; ``evaluation.scoring.shared_states.strictly_equal_shared`` gives the same answers faster on
     states that share subtrees).
     """
     equal = equal or strictly_equal

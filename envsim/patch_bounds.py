@@ -1,5 +1,5 @@
 """Bounds on applying a JSON Patch that EnvSim did not write itself: a model's answer
-(``evaluation.scoring.apply_prediction``) or a patch stored in a benchmark file (``benchmark.state_store``:
+(``evaluation.scoring.scoring.apply_prediction``) or a patch stored in a benchmark file (``benchmark.state_store``:
 ``state_ref.patch``, a record's ``patch``, a chained episode's step patches).
 
 * **Operations**: at most ``MAX_PATCH_OPS`` per patch.

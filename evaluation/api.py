@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from envsim.evaluation.errors import InvalidOption
-from envsim.evaluation.eval_options import EvalOptions, MinScored, Printer
-from envsim.evaluation.eval_summary import EvalSummary
+from envsim.evaluation.running.eval_options import EvalOptions, MinScored, Printer
+from envsim.evaluation.running.eval_summary import EvalSummary
 
 
 def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tier: str | None = None,
@@ -39,8 +39,8 @@ def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tie
     ``--extra`` as a dict, ``response_format`` = ``--response-format``: ``"free"`` or ``"json-schema"``).
     ``echo``/``echo_err`` receive the console lines (default: silent); progress follows ``ENVSIM_PROGRESS``.
     Raises ``EvalStopped`` (and subclasses) when nothing was run."""
-    from envsim.evaluation.single_run import run_split
-    from envsim.evaluation.tiers import check_requirements, tier_plan, tiers_of_split
+    from envsim.evaluation.running.single_run import run_split
+    from envsim.evaluation.running.tiers import check_requirements, tier_plan, tiers_of_split
 
     urls = (base_url,) if isinstance(base_url, str) else tuple(base_url or ())
     try:
@@ -63,7 +63,7 @@ def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tie
     import_env_modules(options.env_modules)
     plan = tier_plan(benchmark, tier, options.split_given, options.split)
     if plan is not None:
-        from envsim.evaluation.tiers import run_tiers
+        from envsim.evaluation.running.tiers import run_tiers
 
         if options.ids is not None:
             raise InvalidOption("--ids", "an id list selects samples of one split; give --split or one --tier")

@@ -27,9 +27,9 @@ except ImportError as exc:  # a core install: say which extra brings inspect-ai
                       f"({exc})", name=exc.name) from exc
 
 from envsim.benchmark import load
-from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.prompts import PROMPT_MODES, PROMPT_VERSION, build_messages, target_answer
-from envsim.evaluation.scoring import SampleScore, score_prediction
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.evaluation.prompting.prompts import PROMPT_MODES, PROMPT_VERSION, build_messages, target_answer
+from envsim.evaluation.scoring.scoring import SampleScore, score_prediction
 
 # The rates of ``SampleScore`` that the run summary reports (``cm_original`` where this version has it).
 RATE_KEYS: tuple[str, ...] = tuple(k for k in ("fm", "cm", "cm_lenient", "cm_original")

@@ -12,7 +12,7 @@ from envsim.construction.explorer import ExplorerPolicy, StatePools
 from envsim.delta import canonical_json
 from envsim.envs.base import Environment
 from envsim.envs.executor import execute
-from envsim.evaluation.chained import INFRA_PREFIX
+from envsim.evaluation.scoring.chained import INFRA_PREFIX
 from envsim.records import Action
 
 FIRST_STEP_TRIES = 64

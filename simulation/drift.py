@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from envsim.evaluation.report import bootstrap_ci, reason_counts
+from envsim.evaluation.reporting.report import bootstrap_ci, reason_counts
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -120,8 +120,8 @@ def drift_report(episodes: Sequence[dict[str, Any]], horizon: int) -> dict[str, 
 
 def step_failure_fields(episodes: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Failure classes of the steps (overall, per environment and per ``env.tool``) and the tolerant step rates
-    ``step_fm_json`` / ``step_cm_numeric`` (only when the steps carry them: ``evaluation.failure_classes``)."""
-    from envsim.evaluation.failure_classes import FailureClassCounter, counter_fields
+    ``step_fm_json`` / ``step_cm_numeric`` (only when the steps carry them: ``evaluation.scoring.failure_classes``)."""
+    from envsim.evaluation.scoring.failure_classes import FailureClassCounter, counter_fields
 
     counter = FailureClassCounter()
     steps = [(e, s) for e in episodes for s in e["steps"]]
@@ -179,7 +179,7 @@ def drift_markdown(report: dict[str, Any], title: str) -> str:
                       f"{_pct(report['step_fm_json']['rate'], report['step_fm_json']['n'])}%, step CM-numeric "
                       f"{_pct(report['step_cm_numeric']['rate'], report['step_cm_numeric']['n'])}%."]
     if report.get("steps") and "failure_classes" in report:
-        from envsim.evaluation.failure_classes import markdown as failure_markdown
+        from envsim.evaluation.scoring.failure_classes import markdown as failure_markdown
 
         lines += ["", failure_markdown(report, ("env", "tool")).replace("failed sample", "failed step")]
     return "\n".join(lines) + "\n"

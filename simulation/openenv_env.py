@@ -36,7 +36,7 @@ except ImportError as exc:  # a core install: say which extra brings OpenEnv
 from envsim.envs.base import Environment as EnvSimEnvironmentClass
 from envsim.envs.executor import execute
 from envsim.envs.registry import get_env
-from envsim.evaluation.providers import Provider, make_provider
+from envsim.evaluation.endpoints.providers import Provider, make_provider
 from envsim.records import Action
 from envsim.simulation.rl_env import Task
 from envsim.simulation.simulated import EnvSpec, SimulatedEnvironment

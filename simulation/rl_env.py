@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from envsim.evaluation.providers import Provider, make_provider
+from envsim.evaluation.endpoints.providers import Provider, make_provider
 from envsim.records import Action
 from envsim.simulation.simulated import EnvSpec, SimulatedEnvironment
 

@@ -17,9 +17,9 @@ from typing import Any, Callable, Sequence
 
 from envsim.envs.base import Environment
 from envsim.envs.registry import get_env
-from envsim.evaluation.prompts import PROMPT_VERSION
-from envsim.evaluation.providers import Provider
-from envsim.evaluation.runner import open_results_for_append
+from envsim.evaluation.prompting.prompts import PROMPT_VERSION
+from envsim.evaluation.endpoints.providers import Provider
+from envsim.evaluation.running.runner import open_results_for_append
 from envsim.jsonsafe import dumps_line
 from envsim.simulation.agents import ChangingStartAgent, is_request_failure
 from envsim.simulation.drift import is_scored
@@ -33,7 +33,7 @@ def _key(env_id: str, seed: int) -> str:
 
 def _read_episodes(path: Path) -> dict[str, dict[str, Any]]:
     """The latest row per episode in ``episodes.jsonl`` (unreadable lines are skipped)."""
-    from envsim.evaluation.runner import iter_result_lines
+    from envsim.evaluation.running.runner import iter_result_lines
 
     done: dict[str, dict[str, Any]] = {}
     for row in iter_result_lines(path):  # bounded, never through a link (envsim.safe_files)

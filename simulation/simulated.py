@@ -13,7 +13,7 @@ the same actions, and every step records FM/CM against it and the first step whe
 state diverges from the true one. A fallback step is never a match: its FM and CM are False and it
 counts as a divergence (the simulator gave no answer), even where the unchanged tracked state happens
 to equal the true one. Each shadowed step also carries the true patch, FM-json / CM-numeric and its failure
-classes (``evaluation.failure_classes.step_verdicts``).
+classes (``evaluation.scoring.failure_classes.step_verdicts``).
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ from envsim.envs.adapters.tau import is_tau
 from envsim.envs.base import Environment
 from envsim.envs.executor import execute
 from envsim.envs.source import class_source
-from envsim.evaluation.failure_classes import step_verdicts
-from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.prompts import LATEST_PROMPT_VERSION, build_messages
-from envsim.evaluation.providers import Provider
-from envsim.evaluation.scoring import apply_prediction
-from envsim.evaluation.shared_states import same_json_shared
+from envsim.evaluation.scoring.failure_classes import step_verdicts
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.evaluation.prompting.prompts import LATEST_PROMPT_VERSION, build_messages
+from envsim.evaluation.endpoints.providers import Provider
+from envsim.evaluation.scoring.scoring import apply_prediction
+from envsim.evaluation.scoring.shared_states import same_json_shared
 from envsim.records import Action
 
 FALLBACK_PREFIX = "simulator error: "
@@ -101,7 +101,7 @@ class StepRecord:
     cm: bool | None = None
     diverged: bool | None = None
     true_patch: list[dict[str, Any]] | None = None
-    fm_json: bool | None = None     # tolerant scores and failure classes (evaluation/failure_classes.py)
+    fm_json: bool | None = None     # tolerant scores and failure classes (evaluation/scoring/failure_classes.py)
     cm_numeric: bool | None = None
     failure: dict[str, str | None] | None = None
 
@@ -187,8 +187,8 @@ class SimulatedEnvironment:
                                   history=[{"action": h.action, "observation": h.observation} for h in self.history],
                                   version=self.prompt_version)
         if self.prompt_mode == "mdp-view":  # a view's analysis (seconds at worst): in a worker thread, never on the
-            # event loop that other episodes' requests share (evaluation.runner builds one-step prompts the same way)
-            from envsim.evaluation.runner import _prompt_pool
+            # event loop that other episodes' requests share (evaluation.running.runner builds one-step prompts the same way)
+            from envsim.evaluation.running.runner import _prompt_pool
 
             messages = await asyncio.get_running_loop().run_in_executor(_prompt_pool(), build)
         else:

@@ -7,7 +7,7 @@ holds ``<name>.jsonl`` (one ``{"messages": [...]}`` per line, plus ``id``/``env`
 ground truth for ``envsim train rl``) and ``dataset_info.json`` registering it for LLaMA-Factory (sharegpt format with OpenAI-style roles);
 ``datasets.load_dataset("json", data_files=...)`` reads the same file.
 
-Samples use prompt version 2 by default (compact JSON, see ``evaluation/prompts.py``). Every
+Samples use prompt version 2 by default (compact JSON, see ``evaluation/prompting/prompts.py``). Every
 sample's full chat is counted in tokens (the base model's tokenizer when a local directory is
 given, else Qwen's BPE); samples over the SFT cutoff are dropped and counted in ``stats.json``, or
 refused, so nothing is silently truncated in training.
@@ -25,7 +25,7 @@ from envsim.construction.pipeline import build_pool, write_jsonl
 from envsim.construction.splits import assert_no_test_envs, training_envs
 from envsim.envs.registry import get_env, list_envs
 from envsim.envs.source import class_source
-from envsim.evaluation.prompts import (LATEST_PROMPT_VERSION, PROMPT_VERSION, build_messages, check_version,
+from envsim.evaluation.prompting.prompts import (LATEST_PROMPT_VERSION, PROMPT_VERSION, build_messages, check_version,
                                        target_answer)
 from envsim.safe_files import write_json
 from envsim.training.sft import SFTSettings

@@ -56,7 +56,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from envsim.evaluation.prompts import LATEST_PROMPT_VERSION, PROMPT_MODES, check_version
+from envsim.evaluation.prompting.prompts import LATEST_PROMPT_VERSION, PROMPT_MODES, check_version
 from envsim.safe_files import write_json
 from envsim.training.grpo_generators import (Completion, EndpointGenerator, Generator, TorchGenerator,
                                               llama_cpp_response_format, prompt_ids)
@@ -397,7 +397,7 @@ def train_grpo_cpu(settings: CPUGRPOSettings, echo: Callable[[str], None] | None
     optimizer = torch.optim.AdamW(trainable, lr=settings.learning_rate, weight_decay=0.0)
     response_format = None
     if settings.response_format != "free":
-        from envsim.evaluation.answer_schema import response_format as answer_response_format
+        from envsim.evaluation.prompting.answer_schema import response_format as answer_response_format
 
         response_format = answer_response_format(settings.response_format, settings.prompt_mode,
                                                  settings.prompt_version)

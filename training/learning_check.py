@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from envsim.construction.pipeline import build_pool
 from envsim.construction.splits import training_envs
 from envsim.envs.registry import list_envs
-from envsim.evaluation.prompts import PROMPT_VERSION, build_messages, target_answer
+from envsim.evaluation.prompting.prompts import PROMPT_VERSION, build_messages, target_answer
 from envsim.safe_files import open_fresh, write_json
 from envsim.training.data import write_sft_files
 from envsim.training.local_eval import evaluate_local

@@ -9,9 +9,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.prompts import PROMPT_VERSION, build_messages
-from envsim.evaluation.scoring import score_prediction
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.evaluation.prompting.prompts import PROMPT_VERSION, build_messages
+from envsim.evaluation.scoring.scoring import score_prediction
 
 
 def generate_answers(model_dir: str | Path, conversations: Sequence[list[dict[str, str]]], *,

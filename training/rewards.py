@@ -19,8 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.scoring import SampleScore, score_prediction
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.evaluation.scoring.scoring import SampleScore, score_prediction
 
 RewardFunction = Callable[..., list[float]]
 COMPONENTS: tuple[str, ...] = ("format", "fm", "cm")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from envsim.construction.splits import assert_no_test_envs
-from envsim.evaluation.prompts import LATEST_PROMPT_VERSION, PROMPT_MODES, build_messages, check_version
+from envsim.evaluation.prompting.prompts import LATEST_PROMPT_VERSION, PROMPT_MODES, build_messages, check_version
 from envsim.training.launch import NodeLayout, write_if_changed
 from envsim.training.rewards import COMPONENTS, RewardWeights, reward_functions
 from envsim.training.sft import ZERO3

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from envsim.evaluation.prompts import VIEW_PROMPT_VERSION, check_version
+from envsim.evaluation.prompting.prompts import VIEW_PROMPT_VERSION, check_version
 from envsim.safe_files import write_json
 
 #: Dataset name: ``tau_sft.records.jsonl`` resolves its states from ``tau_states/`` (``state_store.state_folder``).

@@ -61,7 +61,7 @@ Contract
   them back; so the real tool run on the view alone gives the true observation and a patch that turns the
   full state into the true next state (the oracle through views, FM = CM = 100% on every track measured).
 
-Prompt mode ``mdp-view`` (prompt version 3, ``envsim.evaluation.prompts``) shows ``View.render()``
+Prompt mode ``mdp-view`` (prompt version 3, ``envsim.evaluation.prompting.prompts``) shows ``View.render()``
 instead of the state.
 """
 

@@ -11,9 +11,9 @@ import click
 from envsim.cli.env_module_option import env_module_option
 from envsim.cli.tau_path_option import tau_path_option
 from envsim.cli.eval_outcome import MinScoredType, exit_if_too_few
-from envsim.evaluation.answer_schema import RESPONSE_FORMATS
-from envsim.evaluation.eval_options import MinScored
-from envsim.evaluation.prompts import PROMPT_MODES, PROMPT_VERSIONS
+from envsim.evaluation.prompting.answer_schema import RESPONSE_FORMATS
+from envsim.evaluation.running.eval_options import MinScored
+from envsim.evaluation.prompting.prompts import PROMPT_MODES, PROMPT_VERSIONS
 from envsim.progress import progress_option
 
 
@@ -51,7 +51,7 @@ from envsim.progress import progress_option
 @click.option("--prompt-mode", type=click.Choice(list(PROMPT_MODES)), default="mdp", show_default=True,
               help="What the model sees: mdp = state + the tool's code + the call; pomdp = the call history only "
                    "(no state, no code; an ablation); full-class = state + the whole class source + the call "
-                   "(see envsim.evaluation.prompts for every mode).")
+                   "(see envsim.evaluation.prompting.prompts for every mode).")
 @click.option("--prompt-version", type=click.Choice(list(PROMPT_VERSIONS)), default=None,
               help="Prompt version (default: 1 for benchmark v1 and JSONL files, 2 for v2; 2 = compact JSON, "
                    "as 'envsim train data' writes by default).")
@@ -100,7 +100,7 @@ def eval_cmd(model: str, base_url: tuple[str, ...], extra_json: str | None, toke
     kept and the same command resumes. A re-run that reuses results says so first."""
     from envsim.evaluation.api import evaluate
     from envsim.evaluation.errors import EvalStopped, InvalidOption
-    from envsim.evaluation.reuse import EXIT_INTERRUPTED, EvalInterrupted
+    from envsim.evaluation.running.reuse import EXIT_INTERRUPTED, EvalInterrupted
 
     try:
         extra = json.loads(extra_json) if extra_json else {}
@@ -126,8 +126,8 @@ def eval_cmd(model: str, base_url: tuple[str, ...], extra_json: str | None, toke
 
 
 def endpoint_urls(base_urls: tuple[str, ...], url_file: Path | None) -> list[str]:
-    """``evaluation.endpoints.endpoint_urls`` for a click command: a bad URL is a usage error."""
-    from envsim.evaluation.endpoints import endpoint_urls as urls_of
+    """``evaluation.endpoints.endpoints.endpoint_urls`` for a click command: a bad URL is a usage error."""
+    from envsim.evaluation.endpoints.endpoints import endpoint_urls as urls_of
     from envsim.evaluation.errors import InvalidOption
 
     try:
@@ -137,7 +137,7 @@ def endpoint_urls(base_urls: tuple[str, ...], url_file: Path | None) -> list[str
 
 
 def make_endpoint_provider(model: str, urls: list[str], **kwargs: Any) -> Any:
-    """``evaluation.endpoints.make_endpoint_provider`` with fleet warnings on stderr."""
-    from envsim.evaluation.endpoints import make_endpoint_provider as provider_of
+    """``evaluation.endpoints.endpoints.make_endpoint_provider`` with fleet warnings on stderr."""
+    from envsim.evaluation.endpoints.endpoints import make_endpoint_provider as provider_of
 
     return provider_of(model, urls, log=lambda text: click.echo(f"warning: {text}", err=True), **kwargs)

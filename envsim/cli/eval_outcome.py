@@ -16,9 +16,9 @@ from typing import Any
 
 import click
 
-from envsim.evaluation.console import TOP_REASONS, infra_lines, top_reasons  # noqa: F401 - re-exported
-from envsim.evaluation.eval_options import MinScored
-from envsim.evaluation.eval_summary import EvalSummary
+from envsim.evaluation.reporting.console import TOP_REASONS, infra_lines, top_reasons  # noqa: F401 - re-exported
+from envsim.evaluation.running.eval_options import MinScored
+from envsim.evaluation.running.eval_summary import EvalSummary
 
 EXIT_TOO_FEW_SCORED = 3
 

@@ -28,8 +28,8 @@ def report_cmd(runs: tuple[Path, ...], out: Path | None) -> None:
     the report goes to stdout; the files written, rows not counted and the reasons runs are not
     directly comparable go to stderr. A run over your own environment needs the --env-module you gave eval for its
     rows to be checked against its benchmark. Exit 1 for a directory it does not know or runs of different kinds."""
-    from envsim.evaluation.report_compare import compare_reports
-    from envsim.evaluation.run_kinds import UnknownRunKind, report_run
+    from envsim.evaluation.reporting.report_compare import compare_reports
+    from envsim.evaluation.running.run_kinds import UnknownRunKind, report_run
     from envsim.safe_files import RunFileRefused
 
     try:

@@ -10,15 +10,15 @@ import click
 
 from envsim.cli.env_module_option import env_module_option, trust_command_line_env
 from envsim.cli.tau_path_option import tau_path_option
-from envsim.evaluation.answer_schema import RESPONSE_FORMATS
+from envsim.evaluation.prompting.answer_schema import RESPONSE_FORMATS
 from envsim.progress import progress_option
 
 
 def _preflight(simulator: str, provider: object, urls: list[str], api_key: str | None, policy: object,
                response_format: str) -> None:
-    """``evaluation.preflight`` for the simulator: a line per endpoint on stderr; a failure stops the command
+    """``evaluation.endpoints.preflight`` for the simulator: a line per endpoint on stderr; a failure stops the command
     (exit 1) before any episode starts and before --out is touched."""
-    from envsim.evaluation.preflight import PreflightFailed, announce, preflight
+    from envsim.evaluation.endpoints.preflight import PreflightFailed, announce, preflight
 
     try:
         checks = preflight(simulator, provider, urls, api_key, policy, response_format)
@@ -86,9 +86,9 @@ def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, 
     from envsim.cli.eval_cmd import endpoint_urls, make_endpoint_provider
     from envsim.cli.eval_outcome import EXIT_TOO_FEW_SCORED, top_reasons
     from envsim.envs.registry import UnknownEnvironment, get_env
-    from envsim.evaluation.answer_schema import request_fields
-    from envsim.evaluation.runner import RetryPolicy
-    from envsim.evaluation.prompts import default_prompt_version
+    from envsim.evaluation.prompting.answer_schema import request_fields
+    from envsim.evaluation.running.runner import RetryPolicy
+    from envsim.evaluation.prompting.prompts import default_prompt_version
     from envsim.simulation.simulate import simulate, unknown_simulator_hint
 
     prompt_version = prompt_version or default_prompt_version("v2", prompt_mode)
@@ -113,7 +113,7 @@ def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, 
                                price_out=price_out, include_fallbacks=include_fallbacks,
                                title=f"{simulator} on {len(classes)} environment(s)"))
     if "endpoints" in run.stats:
-        from envsim.evaluation.fleet import format_endpoints
+        from envsim.evaluation.endpoints.fleet import format_endpoints
 
         click.echo(format_endpoints(run.stats["endpoints"]))
     fb = run.fallbacks

@@ -24,9 +24,9 @@ def view_cmd(runs: tuple[Path, ...], out: Path, open_page: bool) -> None:
     same sample of several runs side by side). Nothing in the run directories is written. A run over your own
     environment needs the --env-module you gave eval, so its benchmark can be read (expected answers, calls and
     prompts); without it the page says so and marks nothing. Exit 1 for a directory it does not know."""
-    from envsim.evaluation.run_kinds import UnknownRunKind
-    from envsim.evaluation.view_data import view_data
-    from envsim.evaluation.view_page import render_page
+    from envsim.evaluation.running.run_kinds import UnknownRunKind
+    from envsim.evaluation.reporting.view_data import view_data
+    from envsim.evaluation.reporting.view_page import render_page
     from envsim.jsonsafe import write_text_atomic
     from envsim.safe_files import RunFileRefused
 

@@ -16,8 +16,8 @@ from envsim.benchmark import BENCHMARK_DIR, load
 from envsim.benchmark.state_store import StateRefError, resolve
 from envsim.benchmark.validation import BenchmarkFileError
 from envsim.cli import main
-from envsim.evaluation import executor_misses
-from envsim.evaluation.scoring import apply_prediction
+from envsim.evaluation.baselines import executor_misses
+from envsim.evaluation.scoring.scoring import apply_prediction
 from envsim.patch_bounds import MAX_STATE_DEPTH, nesting_problem
 
 V2 = BENCHMARK_DIR / "v2"
@@ -112,7 +112,7 @@ def test_a_recursion_error_while_classifying_one_miss_names_it_and_classifies_th
     record still be too deep for our code there, it is one ``bad_record`` entry and the run goes on."""
     records = [{"id": f"r{i}", "env": "e", "action": {"name": "t"}, "stratum": "simple"} for i in range(3)]
     rows = {r["id"]: {"status": "scored", "fm": False, "cm": False} for r in records}
-    monkeypatch.setattr("envsim.evaluation.prompts.build_messages", lambda record, *a, **k: [record["id"]])
+    monkeypatch.setattr("envsim.evaluation.prompting.prompts.build_messages", lambda record, *a, **k: [record["id"]])
 
     def entry(record, row, messages):
         if record["id"] == "r1":

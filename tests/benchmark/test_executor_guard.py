@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import envsim
-from envsim.evaluation.executor_misses import accepted_misses, accepted_path, unlisted
+from envsim.evaluation.baselines.executor_misses import accepted_misses, accepted_path, unlisted
 
 TRACKS = [  # (benchmark, track as the card names it, tier, prompt mode)
     ("v1", "test", None, "mdp"),
@@ -37,7 +37,7 @@ def _available(track: str) -> str | None:
     if track == "bfcl" and importlib.util.find_spec("bfcl_eval") is None:
         return "bfcl-eval is not installed"
     if track == "tau":
-        from envsim.evaluation.tiers import tau_bench_missing
+        from envsim.evaluation.running.tiers import tau_bench_missing
 
         return tau_bench_missing()
     return None

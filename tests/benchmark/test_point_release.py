@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from envsim.benchmark import BENCHMARK_DIR, benchmark_path, load
 from envsim.cli.main import main
 from envsim.construction.point_release import ReleaseError, derive_release, release_line, released_lines
-from envsim.evaluation.prompts import default_prompt_version
-from envsim.evaluation.tiers import benchmark_tiers
+from envsim.evaluation.prompting.prompts import default_prompt_version
+from envsim.evaluation.running.tiers import benchmark_tiers
 
 RELEASES = {"v1.1": "v1", "v2.1": "v2"}
 SPLITS = [(release, path.name) for release, base in RELEASES.items()
@@ -28,7 +28,7 @@ def _derivable(name: str) -> str | None:
     if name == "bfcl.jsonl" and importlib.util.find_spec("bfcl_eval") is None:
         return "bfcl-eval is not installed"
     if name.startswith("tau"):
-        from envsim.evaluation.tiers import tau_bench_missing
+        from envsim.evaluation.running.tiers import tau_bench_missing
 
         return tau_bench_missing()
     return None

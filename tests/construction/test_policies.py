@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from envsim.cli import main
 from envsim.construction.splits import read_test_envs
 from envsim.envs.registry import get_env
-from envsim.evaluation.fake_server import FakeOpenAIServer
+from envsim.evaluation.baselines.fake_server import FakeOpenAIServer
 
 
 def test_replay_labels_a_logged_episode(tmp_path):

@@ -126,7 +126,7 @@ def test_train_data_tau_track_writes_view_samples_without_any_test_task_call(tmp
     from click.testing import CliRunner
 
     from envsim.cli import main
-    from envsim.evaluation.prompts import action_text
+    from envsim.evaluation.prompting.prompts import action_text
     from envsim.envs.adapters.tau import DOMAINS, task_actions
 
     result = CliRunner().invoke(main, ["train", "data", "--track", "tau", "--out", str(tmp_path), "--no-progress"])

@@ -14,9 +14,9 @@ from envsim.delta import same_json
 from envsim.envs.executor import execute
 from envsim.envs.registry import get_env
 from envsim.envs.sampling import Sampler
-from envsim.evaluation.chained import chained_summary, run_chained
-from envsim.evaluation.providers import Generation, NullProvider, OracleProvider
-from envsim.evaluation.runner import RetryPolicy
+from envsim.evaluation.scoring.chained import chained_summary, run_chained
+from envsim.evaluation.endpoints.providers import Generation, NullProvider, OracleProvider
+from envsim.evaluation.running.runner import RetryPolicy
 
 ENV = "gradebook-v1"
 
@@ -159,7 +159,7 @@ def test_cm_at_k_counts_only_episodes_long_enough():
 
 def test_tier_plan():
     from envsim.evaluation.errors import InvalidOption
-    from envsim.evaluation.tiers import SINGLE_SPLIT, tier_plan
+    from envsim.evaluation.running.tiers import SINGLE_SPLIT, tier_plan
 
     assert tier_plan("v1", None, False) is None
     assert tier_plan("v2", SINGLE_SPLIT, False) is None

@@ -13,8 +13,8 @@ from envsim.envs import Environment, tool
 from envsim.envs import executor as executor_module
 from envsim.envs.base import StateError
 from envsim.envs.executor import execute
-from envsim.evaluation.parsing import ParsedAnswer
-from envsim.evaluation.scoring import score_prediction
+from envsim.evaluation.scoring.parsing import ParsedAnswer
+from envsim.evaluation.scoring.scoring import score_prediction
 
 
 class Bloat(Environment):

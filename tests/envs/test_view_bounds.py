@@ -23,7 +23,7 @@ from envsim.benchmark import BENCHMARK_DIR
 from envsim.cli import main
 from envsim.envs.views import analysis, compute_view, values
 from envsim.envs.views.analysis import MAX_TOOL_SOURCE_CHARS, ToolCodeUnreadable, parse_tool_source
-from envsim.evaluation.prompts import view_problem
+from envsim.evaluation.prompting.prompts import view_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ import jsonpatch
 import pytest
 
 from envsim.envs.views import compute_view, trace_call, traced, unwrap
-from envsim.evaluation.prompts import build_messages
+from envsim.evaluation.prompting.prompts import build_messages
 from tests.conftest import TAU_BENCH_PATH
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ from envsim.construction.stats import record_stats, view_line
 from envsim.envs.adapters.foreign import wrap_class
 from envsim.envs.executor import execute
 from envsim.envs.views.verify import check_view, reproduction_problem, runnable_state, stored_view, view_with
-from envsim.evaluation.prompts import build_messages
+from envsim.evaluation.prompting.prompts import build_messages
 
 SMALL_SHOP = "tests.fixtures.shopdb.small:SmallShopEnv"
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import envsim
 from envsim.cli import main
-from envsim.evaluation.console import SMALL_N_NOTE, format_summary
+from envsim.evaluation.reporting.console import SMALL_N_NOTE, format_summary
 from envsim.evaluation.errors import BenchmarkUnavailable, EvalStopped, InvalidOption, MissingRequirement
 from tests.fixtures.docs import DOCS, python_block
 
@@ -64,7 +64,7 @@ def test_cli_refuses_values_no_run_can_use(tmp_path, args, option):
 
 
 def test_missing_tier_extra_stops_before_any_tier_when_all_tiers_are_asked_for(tmp_path, monkeypatch):
-    from envsim.evaluation import tiers
+    from envsim.evaluation.running import tiers
 
     monkeypatch.setattr(tiers, "module_available", lambda name: name != "bfcl_eval")
     result = CliRunner().invoke(main, ["eval", "--model", "oracle", "--benchmark", "v2", "--tier", "all",

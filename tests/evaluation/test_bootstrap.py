@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envsim.evaluation import report
+from envsim.evaluation.reporting import report
 
 
 def _reference(columns: list[list[float]], seed: int, samples: int) -> list[list[float]]:

@@ -1,4 +1,4 @@
-"""The hot-path HTTP transport (``evaluation.chat_http.ChatTransport``: asyncio streams + h11) against a tiny
+"""The hot-path HTTP transport (``evaluation.endpoints.chat_http.ChatTransport``: asyncio streams + h11) against a tiny
 scripted server: keep-alive reuse, a connection the server closed while idle, error statuses as the SDK's
 exceptions, and gzip bodies decoded under the cap."""
 
@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from envsim.evaluation.chat_http import ChatTransport
-from envsim.evaluation.http_limits import ResponseTooLarge
+from envsim.evaluation.endpoints.chat_http import ChatTransport
+from envsim.evaluation.endpoints.http_limits import ResponseTooLarge
 
 
 def _response(status: int, body: bytes, *, close: bool = False, encoding: str | None = None) -> bytes:
@@ -99,7 +99,7 @@ def test_a_gzip_body_is_decoded_and_still_capped():
 
 
 def test_a_proxy_named_in_the_environment_is_used_as_the_sdk_would(monkeypatch):
-    from envsim.evaluation.providers import OpenAICompatibleProvider
+    from envsim.evaluation.endpoints.providers import OpenAICompatibleProvider
 
     answer = json.dumps({"choices": [{"message": {"role": "assistant", "content": "via proxy"}}],
                          "usage": {"prompt_tokens": 3, "completion_tokens": 2}}).encode()
@@ -132,7 +132,7 @@ def test_a_proxy_named_in_the_environment_is_used_as_the_sdk_would(monkeypatch):
     assert generation.text == "via proxy" and generation.prompt_tokens == 3
     assert seen == [b"POST http://simulator.invalid/v1/chat/completions HTTP/1.1"]
     monkeypatch.setenv("NO_PROXY", "simulator.invalid")
-    from envsim.evaluation.providers import OpenAICompatibleProvider as Provider
+    from envsim.evaluation.endpoints.providers import OpenAICompatibleProvider as Provider
     assert Provider("m", base_url="http://simulator.invalid/v1").proxy is None
 
 
@@ -145,7 +145,7 @@ def test_a_successful_request_imports_neither_the_sdk_nor_its_http_client() -> N
 
     script = textwrap.dedent("""
         import asyncio, json, sys
-        from envsim.evaluation.providers import make_provider
+        from envsim.evaluation.endpoints.providers import make_provider
 
         async def handle(reader, writer):
             head = await reader.readuntil(b"\\r\\n\\r\\n")

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from envsim.cli import main
 from envsim.construction.pipeline import write_jsonl
-from envsim.evaluation import parsing
-from envsim.evaluation.hostile_server import HostileServer, hostile_text
-from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.runner import read_results
+from envsim.evaluation.scoring import parsing
+from envsim.evaluation.baselines.hostile_server import HostileServer, hostile_text
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.evaluation.running.runner import read_results
 from envsim.jsonsafe import dumps_line
 
 
@@ -87,7 +87,7 @@ def test_parse_bomb_reads_a_bounded_number_of_characters(monkeypatch):
 def test_bomb_answers_do_not_delay_the_other_samples(tmp_path, small_records, monkeypatch):
     """Parsing runs off the event loop: three answers that take 1.5 s each to parse leave the others' latency_s
     (the server's time) at the server's milliseconds."""
-    from envsim.evaluation import runner
+    from envsim.evaluation.running import runner
 
     records = small_records[:6]
     bench = tmp_path / "bench.jsonl"

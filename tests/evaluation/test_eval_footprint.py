@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from envsim.benchmark import load
-from envsim.evaluation.report import write_reports
-from envsim.evaluation.runner import EvalConfig, prepare_run_dir
+from envsim.evaluation.reporting.report import write_reports
+from envsim.evaluation.running.runner import EvalConfig, prepare_run_dir
 
 
 def _imported_after(code: str) -> set[str]:
@@ -24,8 +24,8 @@ def _imported_after(code: str) -> set[str]:
 
 
 def test_loading_and_scoring_import_neither_deepdiff_nor_plotting_nor_http_client():
-    code = ("from envsim.benchmark import load\nfrom envsim.evaluation.runner import run_samples\n"
-            "from envsim.evaluation.parsing import parse_answer\nfrom envsim.evaluation.scoring import score_prediction\n"
+    code = ("from envsim.benchmark import load\nfrom envsim.evaluation.running.runner import run_samples\n"
+            "from envsim.evaluation.scoring.parsing import parse_answer\nfrom envsim.evaluation.scoring.scoring import score_prediction\n"
             "r = load('v1', 'test')[0]\n"
             "s = score_prediction(r, parse_answer('{\"observation\": 1, \"patch\": []}'))\nassert not s.fm")
     imported = _imported_after(code)
@@ -34,8 +34,8 @@ def test_loading_and_scoring_import_neither_deepdiff_nor_plotting_nor_http_clien
 
 def test_a_wrong_patch_still_gets_its_delta_diagnostics():
     record = next(r for r in load("v1", "test") if r["delta_size"] >= 2)
-    from envsim.evaluation.parsing import parse_answer
-    from envsim.evaluation.scoring import score_prediction
+    from envsim.evaluation.scoring.parsing import parse_answer
+    from envsim.evaluation.scoring.scoring import score_prediction
 
     one_op = json.dumps({"observation": record["observation"], "patch": record["patch"][:1]})
     score = score_prediction(record, parse_answer(one_op))  # not CM: the predicted Δ is diffed (deepdiff, on use)

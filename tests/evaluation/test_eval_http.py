@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from envsim.cli import main
-from envsim.evaluation.fake_server import FakeOpenAIServer
+from envsim.evaluation.baselines.fake_server import FakeOpenAIServer
 
 CHANGE_STRATA = ("simple", "medium", "difficult")
 

@@ -13,9 +13,9 @@ import pytest
 from envsim.benchmark import load
 from envsim.benchmark.stream import file_sha256, open_stream
 from envsim.benchmark.validation import BenchmarkFileError
-from envsim.evaluation.providers import Generation, NullProvider
-from envsim.evaluation.runner import EvalConfig, prepare_run_dir, run_samples
-from envsim.evaluation.single_run import evenly_spaced
+from envsim.evaluation.endpoints.providers import Generation, NullProvider
+from envsim.evaluation.running.runner import EvalConfig, prepare_run_dir, run_samples
+from envsim.evaluation.running.single_run import evenly_spaced
 
 
 def _write(path: Path, records: list[dict]) -> Path:
@@ -37,7 +37,7 @@ def test_stream_yields_the_records_and_limit_cut_of_load(tmp_path, limit):
 def test_stream_keeps_an_id_subset_in_file_order_then_the_limit_and_refuses_a_run_check_up_front(tmp_path):
     from functools import partial
 
-    from envsim.evaluation.subsets import SubsetError, select_positions, select_records
+    from envsim.evaluation.running.subsets import SubsetError, select_positions, select_records
 
     records = load("v1", "test")[:20]
     path = _write(tmp_path / "b.jsonl", records)
@@ -113,7 +113,7 @@ def test_chat_url_and_errors_are_the_sdks(monkeypatch):
     import httpx2
     import openai
 
-    from envsim.evaluation.chat_http import chat_url, request_headers, status_error
+    from envsim.evaluation.endpoints.chat_http import chat_url, request_headers, status_error
 
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     assert chat_url(None) == "https://api.openai.com/v1/chat/completions"

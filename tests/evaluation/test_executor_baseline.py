@@ -12,10 +12,10 @@ import pytest
 import envsim
 from envsim.construction.pipeline import write_jsonl
 from envsim.envs.sandbox import Limits
-from envsim.evaluation import executor_baseline
+from envsim.evaluation.baselines import executor_baseline
 from envsim.evaluation.errors import InvalidOption
-from envsim.evaluation.prompts import PROMPT_VERSIONS, build_messages
-from envsim.evaluation.shown_prompt import read_prompt
+from envsim.evaluation.prompting.prompts import PROMPT_VERSIONS, build_messages
+from envsim.evaluation.prompting.shown_prompt import read_prompt
 
 COUNTER_CODE = '''@tool(write=True)
 def bump(self, by: int) -> dict:
@@ -90,7 +90,7 @@ def test_a_missing_helper_is_a_named_defect(tmp_path: Path) -> None:
 def test_a_view_without_a_read_path_is_a_named_defect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A view that leaves out ``step`` (the tool reads it): ``state_rendered_differently``."""
     from envsim.envs.views.view import View
-    from envsim.evaluation import prompts
+    from envsim.evaluation.prompting import prompts
 
     code = COUNTER_CODE.replace("self.count + by", "self.count + by * self.step")
     record = _record("view", code, state={"count": 1, "step": 1, "other": "x"})
@@ -173,7 +173,7 @@ def test_a_chained_miss_is_classified_on_the_true_state_before_it() -> None:
     """A chained step that diverges is analysed as a one-step sample on the replayed true state (``id#step``);
     a later miss of the same episode is carried over, not classified again."""
     from envsim.construction.chained import load_episodes
-    from envsim.evaluation.executor_misses import accepted_misses, chained_misses
+    from envsim.evaluation.baselines.executor_misses import accepted_misses, chained_misses
 
     listed = next(iter(accepted_misses("v2", "chained").values()))
     episode_id, step = listed["id"].split("#")

@@ -9,10 +9,10 @@ import json
 from envsim.construction.labelling import to_record
 from envsim.envs.adapters.foreign import wrap_target
 from envsim.envs.executor import execute
-from envsim.evaluation.executor_baseline import build_module, execute_prompt
-from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.prompts import build_messages, default_prompt_version, system_prompt
-from envsim.evaluation.scoring import score_prediction
+from envsim.evaluation.baselines.executor_baseline import build_module, execute_prompt
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.evaluation.prompting.prompts import build_messages, default_prompt_version, system_prompt
+from envsim.evaluation.scoring.scoring import score_prediction
 
 HELPDESK = "tests.fixtures.helpdesk.wrapper:HelpdeskEnv"
 
@@ -50,8 +50,8 @@ def test_helpdesk_tools_raise_their_own_exceptions_and_enum_transitions_hold():
 
 
 def test_the_prompts_tool_error_is_the_rule_and_a_class_of_the_codes_own_is_an_ordinary_exception():
-    from envsim.evaluation.executor_baseline import run_shown
-    from envsim.evaluation.shown_prompt import ShownPrompt
+    from envsim.evaluation.baselines.executor_baseline import run_shown
+    from envsim.evaluation.prompting.shown_prompt import ShownPrompt
 
     ending = "\n\n# The call runs Desk.close on an object whose public attributes are the state.\n"
     provided = "class Desk:\n    def close(self) -> dict:\n        raise ToolError('closed already')\n" + ending

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from envsim.cli import main
-from envsim.evaluation.failure_classes import FailureClassCounter, json_equal, same_shape
-from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.report import summarize
-from envsim.evaluation.scoring import score_prediction
+from envsim.evaluation.scoring.failure_classes import FailureClassCounter, json_equal, same_shape
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.evaluation.reporting.report import summarize
+from envsim.evaluation.scoring.scoring import score_prediction
 
 STATE = {"a": {"x": 1, "y": 2}, "b": 0.1, "s": "{}"}
 

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from envsim.cli import main
-from envsim.evaluation.fake_server import FakeOpenAIServer
-from envsim.evaluation.fleet import FleetProvider, FleetUnavailable, merge_reports, read_url_file
-from envsim.evaluation.providers import Generation
+from envsim.evaluation.baselines.fake_server import FakeOpenAIServer
+from envsim.evaluation.endpoints.fleet import FleetProvider, FleetUnavailable, merge_reports, read_url_file
+from envsim.evaluation.endpoints.providers import Generation
 
 
 class Transient(RuntimeError):

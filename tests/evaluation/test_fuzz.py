@@ -12,8 +12,8 @@ import tracemalloc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.scoring import score_prediction
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.evaluation.scoring.scoring import score_prediction
 from tests.evaluation.test_parsing_scoring import GOOD, RECORD
 
 json_values = st.recursive(

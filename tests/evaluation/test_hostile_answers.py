@@ -16,12 +16,12 @@ from click.testing import CliRunner
 
 from envsim.cli import main
 from envsim.delta import same_json
-from envsim.evaluation import runner as runner_module
-from envsim.evaluation.hostile_server import HostileServer, hostile_text
-from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.providers import Generation, NullProvider
-from envsim.evaluation.runner import EvalConfig, prepare_run_dir, read_results, run_samples
-from envsim.evaluation.scoring import score_prediction
+from envsim.evaluation.running import runner as runner_module
+from envsim.evaluation.baselines.hostile_server import HostileServer, hostile_text
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.evaluation.endpoints.providers import Generation, NullProvider
+from envsim.evaluation.running.runner import EvalConfig, prepare_run_dir, read_results, run_samples
+from envsim.evaluation.scoring.scoring import score_prediction
 from tests.evaluation.test_parsing_scoring import RECORD
 
 # --- parser and scorer: precise reasons -------------------------------------------------------------

@@ -14,10 +14,10 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
 from envsim.benchmark import load  # noqa: E402
 from envsim.evaluation.inspect_task import RATE_KEYS, envsimbench, log_rates, select_records  # noqa: E402
-from envsim.evaluation.prompts import build_messages  # noqa: E402
-from envsim.evaluation.providers import Generation, oracle_answer  # noqa: E402
-from envsim.evaluation.report import summarize  # noqa: E402
-from envsim.evaluation.runner import EvalConfig, prepare_run_dir, run_samples  # noqa: E402
+from envsim.evaluation.prompting.prompts import build_messages  # noqa: E402
+from envsim.evaluation.endpoints.providers import Generation, oracle_answer  # noqa: E402
+from envsim.evaluation.reporting.report import summarize  # noqa: E402
+from envsim.evaluation.running.runner import EvalConfig, prepare_run_dir, run_samples  # noqa: E402
 
 LIMIT = 40
 
@@ -134,7 +134,7 @@ def test_inspect_cli_on_the_registered_task_equals_envsim_eval(tmp_path):
     from inspect_ai.log import list_eval_logs, read_eval_log
 
     from envsim.cli import main
-    from envsim.evaluation.fake_server import FakeOpenAIServer
+    from envsim.evaluation.baselines.fake_server import FakeOpenAIServer
 
     inspect_cli = shutil.which("inspect", path=str(Path(sys.executable).parent))
     assert inspect_cli, "the [inspect] extra installs the inspect command next to python"

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envsim.delta import canonical_json
-from envsim.evaluation.original_rule import (apply_original_changes, apply_patch_leniently, original_changes,
+from envsim.evaluation.scoring.original_rule import (apply_original_changes, apply_patch_leniently, original_changes,
                                              strictly_applied_is_lenient)
-from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.scoring import apply_prediction, score_prediction
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.evaluation.scoring.scoring import apply_prediction, score_prediction
 
 RECORD = {
     "state": {"items": [1, 2, 3], "count": 3, "meta": {"owner": "ana", "tag": "x"}, "flag": False},

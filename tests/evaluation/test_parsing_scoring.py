@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.scoring import score_prediction
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.evaluation.scoring.scoring import score_prediction
 
 RECORD = {
     "state": {"orders": {"O-1": {"status": "paid", "note": "gift"}}, "log": [], "stock": {"P-1": 3}},

@@ -13,11 +13,11 @@ from click.testing import CliRunner
 
 from envsim.benchmark import file_digest
 from envsim.cli import main
-from envsim.evaluation.console import live_rates
+from envsim.evaluation.reporting.console import live_rates
 from envsim.cli.eval_outcome import EXIT_TOO_FEW_SCORED, MinScored, MinScoredType
-from envsim.evaluation.fake_server import FakeOpenAIServer
-from envsim.evaluation.hostile_server import HostileServer
-from envsim.evaluation.runner import EvalConfig
+from envsim.evaluation.baselines.fake_server import FakeOpenAIServer
+from envsim.evaluation.baselines.hostile_server import HostileServer
+from envsim.evaluation.running.runner import EvalConfig
 
 
 def _closed_port_url() -> str:
@@ -192,7 +192,7 @@ def test_eval_help_documents_every_option_and_the_exit_codes():
 
 
 def test_report_of_a_tier_with_nothing_scored_reads_dash():
-    from envsim.evaluation.tiers import tiers_markdown
+    from envsim.evaluation.running.tiers import tiers_markdown
 
     table = {"core": {"kind": "single", "n": 0, "fm": 0.0, "cm": 0.0, "infra_failures": 400},
              "chained": {"kind": "chained", "n": 0, "steps": 0, "fm": 0.0, "cm": 0.0, "episode_cm": 0.0,
@@ -202,7 +202,7 @@ def test_report_of_a_tier_with_nothing_scored_reads_dash():
 
 
 def test_chained_report_with_nothing_scored_names_the_reasons():
-    from envsim.evaluation.chained import chained_markdown, chained_summary
+    from envsim.evaluation.scoring.chained import chained_markdown, chained_summary
 
     rows = [{"id": f"e{i}", "env": "x", "length": 3, "status": "infra_failure",
              "reason": "request failed: APIConnectionError: cannot connect"} for i in range(4)]
@@ -230,7 +230,7 @@ def test_rollout_track_cli_null_scores_nothing_at_step_1_and_a_dead_endpoint_exi
 
 @pytest.mark.parametrize("args, version", [([], "1"), (["--prompt-version", "2"], "2")])
 def test_rollout_track_cli_sends_the_prompt_version_its_config_records(tmp_path, args, version):
-    from envsim.evaluation.prompts import system_prompt
+    from envsim.evaluation.prompting.prompts import system_prompt
 
     with FakeOpenAIServer([]) as server:
         result = _run(["--model", "oracle-remote", "--base-url", server.base_url, "--track", "rollout", "--limit", "2",

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from envsim.cli import main
 from envsim.envs import views
-from envsim.evaluation import prompts
-from envsim.evaluation.providers import NullProvider
-from envsim.evaluation.runner import EvalConfig, prepare_run_dir, read_results, run_samples, scored_ids
+from envsim.evaluation.prompting import prompts
+from envsim.evaluation.endpoints.providers import NullProvider
+from envsim.evaluation.running.runner import EvalConfig, prepare_run_dir, read_results, run_samples, scored_ids
 
 
 def _hostile(template: dict) -> dict:
@@ -89,7 +89,7 @@ def test_a_recursion_error_in_our_prompt_code_is_a_named_bad_record_that_a_rerun
             raise RecursionError("maximum recursion depth exceeded while encoding a JSON object")
         return real(record, *args, **kwargs)
 
-    monkeypatch.setattr("envsim.evaluation.runner.build_messages", deep)
+    monkeypatch.setattr("envsim.evaluation.running.runner.build_messages", deep)
     bench, run_dir = _bench(tmp_path, small_records), tmp_path / "run"
     args = ["eval", "--model", "null", "--benchmark", str(bench), "--run-dir", str(run_dir), "--no-progress"]
     first = CliRunner().invoke(main, args)

@@ -15,11 +15,11 @@ from click.testing import CliRunner
 
 from envsim.benchmark import load
 from envsim.cli import main
-from envsim.evaluation.fake_server import FakeOpenAIServer
-from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.prompts import (LATEST_PROMPT_VERSION, PROMPT_VERSION, SYSTEM_PROMPT, build_messages,
+from envsim.evaluation.baselines.fake_server import FakeOpenAIServer
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.evaluation.prompting.prompts import (LATEST_PROMPT_VERSION, PROMPT_VERSION, SYSTEM_PROMPT, build_messages,
                                        default_prompt_version, system_prompt, target_answer)
-from envsim.evaluation.scoring import score_prediction
+from envsim.evaluation.scoring.scoring import score_prediction
 from envsim.tokens import chat_tokens
 
 # sha256 of every v1 prompt of benchmark v1 test (json.dumps of the messages, in file order), taken
@@ -88,7 +88,7 @@ def test_later_prompt_versions_keep_their_bytes(test_records, sources, mode, ver
 def test_state_views_do_not_depend_on_string_hashing(tmp_path):
     script = ("import hashlib, json\n"
               "from envsim.benchmark import load\n"
-              "from envsim.evaluation.prompts import build_messages\n"
+              "from envsim.evaluation.prompting.prompts import build_messages\n"
               "digest = hashlib.sha256()\n"
               "for record in load('v1', 'test'):\n"
               "    digest.update(json.dumps(build_messages(record, 'mdp-view', version='3')).encode())\n"

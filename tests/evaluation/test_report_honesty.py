@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from envsim.benchmark import load
 from envsim.cli import main
-from envsim.evaluation.report import (_cm_by_delta_figure, compare_runs, format_rate, group_stats, plot_cm_by_delta,
+from envsim.evaluation.reporting.report import (_cm_by_delta_figure, compare_runs, format_rate, group_stats, plot_cm_by_delta,
                                       summarize, write_reports)
-from envsim.evaluation.runner import EvalConfig, prepare_run_dir
+from envsim.evaluation.running.runner import EvalConfig, prepare_run_dir
 
 CONNECT = "request failed: APIConnectionError: cannot connect"
 STRATUM_OF_DELTA = {0: "no_change", 1: "simple", 2: "simple", 3: "medium", 7: "difficult"}

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from envsim.cli import main
-from envsim.evaluation.report import _cm_by_delta_figure, compare_runs
+from envsim.evaluation.reporting.report import _cm_by_delta_figure, compare_runs
 
 
 def _cli(*args: str):

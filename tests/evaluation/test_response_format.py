@@ -14,10 +14,10 @@ from click.testing import CliRunner
 import envsim
 from envsim.benchmark import file_digest
 from envsim.cli import main
-from envsim.evaluation.answer_schema import answer_schema, response_format
-from envsim.evaluation.fake_server import FakeOpenAIServer
-from envsim.evaluation.prompts import PROMPT_MODES, PROMPT_VERSIONS, target_answer
-from envsim.evaluation.runner import EvalConfig
+from envsim.evaluation.prompting.answer_schema import answer_schema, response_format
+from envsim.evaluation.baselines.fake_server import FakeOpenAIServer
+from envsim.evaluation.prompting.prompts import PROMPT_MODES, PROMPT_VERSIONS, target_answer
+from envsim.evaluation.running.runner import EvalConfig
 
 BENCHMARK_DIR = Path(__file__).resolve().parents[2] / "benchmark"
 SHIPPED = ("v1/test.jsonl", "v2/test.jsonl", "v2/extreme.jsonl", "v2/bfcl.jsonl")

@@ -8,7 +8,7 @@ import os
 from click.testing import CliRunner
 
 from envsim.cli import main
-from envsim.evaluation.reuse import read_reuse
+from envsim.evaluation.running.reuse import read_reuse
 
 
 def run_null(run_dir, *extra):
@@ -55,7 +55,7 @@ def test_an_interrupted_run_keeps_its_results_and_exits_130(tmp_path, monkeypatc
     async def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("envsim.evaluation.runner.run_samples", interrupted)
+    monkeypatch.setattr("envsim.evaluation.running.runner.run_samples", interrupted)
     result = run_null(run)
     assert result.exit_code == 130, result.output
     assert f"interrupted: 1 of 5 results are kept in {run}; run the same command again to resume" in result.output

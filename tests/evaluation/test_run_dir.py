@@ -12,9 +12,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from envsim.cli import main
-from envsim.evaluation.providers import NullProvider
-from envsim.evaluation.report import summarize
-from envsim.evaluation.runner import (EvalConfig, lock_run_dir, prepare_run_dir, read_results, repair_results,
+from envsim.evaluation.endpoints.providers import NullProvider
+from envsim.evaluation.reporting.report import summarize
+from envsim.evaluation.running.runner import (EvalConfig, lock_run_dir, prepare_run_dir, read_results, repair_results,
                                       run_samples)
 
 
@@ -58,7 +58,7 @@ def test_repair_results_cuts_only_a_fragment(tmp_path):
 HOLD = """
 import sys, time
 from pathlib import Path
-from envsim.evaluation.runner import lock_run_dir
+from envsim.evaluation.running.runner import lock_run_dir
 with lock_run_dir(Path(sys.argv[1])):
     print("locked", flush=True)
     sys.stdin.readline()

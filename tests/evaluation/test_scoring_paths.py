@@ -14,9 +14,9 @@ import pytest
 import envsim.delta
 from envsim.benchmark.state_store import resolve, state_folder
 from envsim.delta import changed_paths, compute_delta, pointer
-from envsim.evaluation.parsing import ParsedAnswer, parse_answer
-from envsim.evaluation.scoring import _prf, apply_prediction, score_prediction, true_changed_paths
-from envsim.evaluation.shared_states import pointer_parts, strictly_equal_shared
+from envsim.evaluation.scoring.parsing import ParsedAnswer, parse_answer
+from envsim.evaluation.scoring.scoring import _prf, apply_prediction, score_prediction, true_changed_paths
+from envsim.evaluation.scoring.shared_states import pointer_parts, strictly_equal_shared
 
 ROOT = Path(__file__).resolve().parents[2]
 V1_TEST = ROOT / "benchmark" / "v1" / "test.jsonl"

@@ -10,9 +10,9 @@ import jsonpatch
 import pytest
 
 from envsim.delta import same_json
-from envsim.evaluation.original_rule import apply_patch_leniently
-from envsim.evaluation.scoring import apply_prediction
-from envsim.evaluation.shared_states import same_json_shared
+from envsim.evaluation.scoring.original_rule import apply_patch_leniently
+from envsim.evaluation.scoring.scoring import apply_prediction
+from envsim.evaluation.scoring.shared_states import same_json_shared
 
 STATE = {"orders": {"#1": {"items": [{"id": 1}, {"id": 2}], "status": "open"}, "#2": {"items": [], "status": "x"}},
          "users": {"u": {"orders": ["#1"]}}, "n": 1}

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from envsim.benchmark import load
 from envsim.cli import main
-from envsim.evaluation.subsets import (SubsetError, ids_sha256, read_ids, select_records, stratified_fitting_ids,
+from envsim.evaluation.running.subsets import (SubsetError, ids_sha256, read_ids, select_records, stratified_fitting_ids,
                                        subset_path)
 
 SHIPPED = "v1_test_smollm2_2048"
@@ -105,7 +105,7 @@ def test_eval_ids_naming_a_sample_outside_the_split_stops_before_the_run(tmp_pat
 
 
 def test_unchanged_runs_keep_their_config_hash_without_ids():
-    from envsim.evaluation.runner import EvalConfig
+    from envsim.evaluation.running.runner import EvalConfig
 
     assert EvalConfig(model="m").digest() == EvalConfig(model="m", ids_sha256=None).digest()
     assert EvalConfig(model="m").digest() != EvalConfig(model="m", ids_sha256="abc").digest()

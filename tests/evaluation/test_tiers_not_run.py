@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 import envsim
 from envsim.cli import main
-from envsim.evaluation import tiers
+from envsim.evaluation.running import tiers
 from envsim.evaluation.errors import MissingRequirement
 
 TAU_ABSENT = "τ-bench (no tau_bench/ folder; $ENVSIM_TAU_BENCH not set)"

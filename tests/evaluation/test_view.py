@@ -19,8 +19,8 @@ from jsonpointer import resolve_pointer
 
 from envsim.benchmark import load
 from envsim.cli import main
-from envsim.evaluation.view_page import SCRIPT, STYLE
-from envsim.evaluation.view_values import cell, page_samples
+from envsim.evaluation.reporting.view_page import SCRIPT, STYLE
+from envsim.evaluation.reporting.view_values import cell, page_samples
 
 PAYLOAD = "</script><img src=x onerror=\"document.title='PWNED';document.body.setAttribute('data-pwned','1')\">"
 LINK = "<a href=\"javascript:document.title='PWNED'\">click</a>"

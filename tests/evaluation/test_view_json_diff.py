@@ -21,9 +21,9 @@ from click.testing import CliRunner
 
 from envsim.benchmark import load
 from envsim.cli import main
-from envsim.evaluation.view_data import RunView
-from envsim.evaluation.view_script import DIFF_SCRIPT
-from envsim.evaluation.view_values import (CHUNK_SAMPLES, MAX_VALUE_CHARS, MAX_VALUE_DEPTH, cell, compare_changes,
+from envsim.evaluation.reporting.view_data import RunView
+from envsim.evaluation.reporting.view_script import DIFF_SCRIPT
+from envsim.evaluation.reporting.view_values import (CHUNK_SAMPLES, MAX_VALUE_CHARS, MAX_VALUE_DEPTH, cell, compare_changes,
                                            op_changes, pack_chunks, page_samples, state_changes, unpack_chunk)
 from tests.evaluation.chromium import render
 

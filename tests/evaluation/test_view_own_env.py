@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from envsim.cli import main
 from envsim.envs.trust import env_refusal, forget_trusted
-from envsim.evaluation.view_values import page_samples
+from envsim.evaluation.reporting.view_values import page_samples
 from tests.evaluation.chromium import render
 
 MODULE = "tests.fixtures.foreign_envs"

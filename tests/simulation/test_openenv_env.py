@@ -12,8 +12,8 @@ from openenv.core.env_server.interfaces import Environment  # noqa: E402
 from openenv.core.env_server.mcp_types import CallToolAction  # noqa: E402
 
 from envsim.envs.registry import get_env  # noqa: E402
-from envsim.evaluation.fake_server import FakeOpenAIServer  # noqa: E402
-from envsim.evaluation.providers import NullProvider, OracleProvider  # noqa: E402
+from envsim.evaluation.baselines.fake_server import FakeOpenAIServer  # noqa: E402
+from envsim.evaluation.endpoints.providers import NullProvider, OracleProvider  # noqa: E402
 from envsim.simulation.openenv_env import (EnvSimObservation, EnvSimState, create_server_app, make_env,  # noqa: E402
                                          observation_text)
 from envsim.simulation.rl_env import Task  # noqa: E402

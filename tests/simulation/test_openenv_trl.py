@@ -27,7 +27,7 @@ from datasets import Dataset  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from envsim.envs.registry import get_env  # noqa: E402
-from envsim.evaluation.fake_server import FakeOpenAIServer  # noqa: E402
+from envsim.evaluation.baselines.fake_server import FakeOpenAIServer  # noqa: E402
 from envsim.simulation.openenv_env import trl_environment_factory  # noqa: E402
 from envsim.simulation.rl_env import Task  # noqa: E402
 from envsim.training.tiny_model import build_tiny_model  # noqa: E402

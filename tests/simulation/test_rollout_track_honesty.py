@@ -14,7 +14,7 @@ import pytest
 
 from envsim.benchmark import load
 from envsim.envs.registry import get_env
-from envsim.evaluation.providers import NullProvider, OpenAICompatibleProvider, OracleProvider
+from envsim.evaluation.endpoints.providers import NullProvider, OpenAICompatibleProvider, OracleProvider
 from envsim.simulation.agents import ChangingStartAgent, stable_seed
 from envsim.simulation.drift import DASH, drift_figure, drift_markdown, drift_report
 from envsim.simulation.rollout_track import run_rollout_track
@@ -149,7 +149,7 @@ def test_markdown_shows_empty_groups_as_a_dash():
 
 @pytest.mark.parametrize("version", ["1", "2"])
 def test_rollout_track_sends_the_requested_prompt_version(held_out_envs, tmp_path, version):
-    from envsim.evaluation.prompts import system_prompt
+    from envsim.evaluation.prompting.prompts import system_prompt
     from tests.fixtures.recording_provider import SystemPromptRecorder
 
     recording = SystemPromptRecorder()

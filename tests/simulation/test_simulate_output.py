@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from envsim.cli import main
 from envsim.envs.registry import get_env
-from envsim.evaluation.providers import Generation
+from envsim.evaluation.endpoints.providers import Generation
 from envsim.simulation.simulate import simulate
 
 

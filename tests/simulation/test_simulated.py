@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from envsim.cli import main
 from envsim.envs.registry import get_env, list_envs
-from envsim.evaluation.fake_server import FakeOpenAIServer
-from envsim.evaluation.providers import NullProvider, OracleProvider
+from envsim.evaluation.baselines.fake_server import FakeOpenAIServer
+from envsim.evaluation.endpoints.providers import NullProvider, OracleProvider
 from envsim.simulation.agents import ExplorerAgent
 from envsim.simulation.rl_env import SimulatedToolEnv, Task
 from envsim.simulation.simulate import run_episode
@@ -137,7 +137,7 @@ def test_simulate_with_an_llm_agent(tmp_path):
 # --- the prompt version reaches the simulator ---------------------------------------------------
 
 def test_simulated_environment_sends_the_version_train_data_writes_by_default():
-    from envsim.evaluation.prompts import LATEST_PROMPT_VERSION, system_prompt
+    from envsim.evaluation.prompting.prompts import LATEST_PROMPT_VERSION, system_prompt
     from tests.fixtures.recording_provider import SystemPromptRecorder
 
     cls = get_env("online_store-v1")
@@ -151,7 +151,7 @@ def test_simulated_environment_sends_the_version_train_data_writes_by_default():
 
 @pytest.mark.parametrize("args, version", [([], "2"), (["--prompt-version", "1"], "1")])
 def test_simulate_cli_sends_the_chosen_prompt_version(tmp_path, args, version):
-    from envsim.evaluation.prompts import system_prompt
+    from envsim.evaluation.prompting.prompts import system_prompt
 
     with FakeOpenAIServer([]) as server:
         result = CliRunner().invoke(main, ["simulate", "--env", "online_store-v1", "--simulator", "oracle",

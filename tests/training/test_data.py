@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from envsim.cli import main
 from envsim.construction.splits import read_test_envs
-from envsim.evaluation.parsing import parse_answer
-from envsim.evaluation.scoring import score_prediction
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.evaluation.scoring.scoring import score_prediction
 from envsim.training.data import build_sft_data, load_recipe
 
 TINY = {"name": "tiny", "prompt_mode": "mdp", "rollout": {"seed": 3, "episodes": 1, "steps": 20},
@@ -166,7 +166,7 @@ def _train_envs(n: int = 4) -> list[str]:
 
 
 def test_samples_use_prompt_version_2_by_default_and_version_1_on_request(tmp_path):
-    from envsim.evaluation.prompts import build_messages, target_answer
+    from envsim.evaluation.prompting.prompts import build_messages, target_answer
 
     envs = _train_envs()
     build_sft_data(TINY, tmp_path / "v2", env_ids=envs)

@@ -22,8 +22,8 @@ from click.testing import CliRunner  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
 from envsim.cli import main  # noqa: E402
-from envsim.evaluation.fake_server import FakeOpenAIServer  # noqa: E402
-from envsim.evaluation.providers import oracle_answer  # noqa: E402
+from envsim.evaluation.baselines.fake_server import FakeOpenAIServer  # noqa: E402
+from envsim.evaluation.endpoints.providers import oracle_answer  # noqa: E402
 from envsim.training import grpo_cpu  # noqa: E402
 from envsim.training.grpo_cpu import CPUGRPOSettings, StepData, freeze_all_but_last, train_step  # noqa: E402
 from envsim.training.grpo_generators import Completion, byte_level_table, prompt_ids  # noqa: E402

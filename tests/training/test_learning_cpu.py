@@ -17,8 +17,8 @@ pytest.importorskip("llamafactory", reason="needs the [train] extra")
 pytestmark = pytest.mark.train
 
 from envsim.cli import main  # noqa: E402
-from envsim.evaluation.parsing import parse_answer  # noqa: E402
-from envsim.evaluation.scoring import score_prediction  # noqa: E402
+from envsim.evaluation.scoring.parsing import parse_answer  # noqa: E402
+from envsim.evaluation.scoring.scoring import score_prediction  # noqa: E402
 from envsim.training.learning_check import LearningCheckSettings, run_learning_check  # noqa: E402
 from envsim.training.rewards import COMPONENTS, RewardWeights  # noqa: E402
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from envsim.evaluation.answer_schema import answer_schema, response_format
-from envsim.evaluation.preflight import EndpointCheck, refused_format
+from envsim.evaluation.prompting.answer_schema import answer_schema, response_format
+from envsim.evaluation.endpoints.preflight import EndpointCheck, refused_format
 from envsim.training.llama_cpp_server import JsonSchemaFormat, translated_body
 
 

@@ -11,7 +11,7 @@ from envsim.cli import main
 from envsim.construction.pipeline import build_pool, write_jsonl
 from envsim.construction.splits import read_test_envs, training_envs
 from envsim.envs.registry import list_envs
-from envsim.evaluation.prompts import target_answer
+from envsim.evaluation.prompting.prompts import target_answer
 from envsim.training.rewards import (COMPONENTS, RewardWeights, completion_text, reward_function, reward_functions,
                                      score_completion, total_reward)
 from envsim.training.rl import RLSettings, grpo_arguments, launch_command, read_records, rl_rows, write_rl_files
@@ -114,7 +114,7 @@ def test_rows_hold_the_evaluation_prompt_and_the_record(tmp_path):
 
 
 def test_rl_prompts_follow_the_sft_data_prompt_version(tmp_path):
-    from envsim.evaluation.prompts import build_messages
+    from envsim.evaluation.prompting.prompts import build_messages
 
     records = read_records(_training_records(tmp_path))
     assert rl_rows(records, "mdp")[0]["prompt"] == build_messages(records[0], "mdp", version="2")

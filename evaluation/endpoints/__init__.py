@@ -1,0 +1,1 @@
+"""Model endpoints: the HTTP hot path, the response cap, providers, fleets and the preflight."""

@@ -1,0 +1,1 @@
+"""Prompts: the versioned prompt builder, reading a prompt back, the answer's JSON schema."""

@@ -1,0 +1,67 @@
+"""Structured answers: the JSON Schema of the simulator's answer and the ``response_format`` request field that
+asks an endpoint to decode under it (``envsim eval --response-format json-schema``).
+
+Every prompt mode and version (``evaluation/prompting/prompts.py``) asks for the same answer, ``{"observation": <any JSON>,
+"patch": [RFC 6902 operations]}``; the schema is built per mode and version so that a prompt asking for another
+answer gets its own schema here. It stays small (``{}`` for any JSON value, no ``$ref``; one ``anyOf`` for the
+three shapes of a patch operation) so that llama.cpp's json-schema-to-grammar and vLLM's guided decoding accept it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envsim.evaluation.prompting.prompts import PROMPT_MODES, check_version
+
+#: ``--response-format`` values: ``free`` (no ``response_format`` field, the default) and ``json-schema``.
+RESPONSE_FORMATS: tuple[str, ...] = ("free", "json-schema")
+PATCH_OPS: tuple[str, ...] = ("add", "remove", "replace", "move", "copy", "test")
+SCHEMA_NAME = "simulator_answer"
+
+def _operation(ops: list[str], fields: list[str]) -> dict[str, Any]:
+    """One shape of RFC 6902 operation: ``op`` among ``ops`` and exactly ``fields`` beside it, all required."""
+    any_value: dict[str, Any] = {}
+    kinds = {"path": {"type": "string"}, "from": {"type": "string"}, "value": any_value}
+    return {"type": "object", "properties": {"op": {"type": "string", "enum": ops}, **{f: kinds[f] for f in fields}},
+            "required": ["op", *fields], "additionalProperties": False}
+
+
+#: An RFC 6902 operation, by shape: add/replace/test carry a value, remove only a path, move/copy a from.
+#: (A schema that only lists the fields lets a decoder write ``add`` without ``value``: seen zero-shot.)
+_PATCH_OPERATION: dict[str, Any] = {"anyOf": [_operation(["add", "replace", "test"], ["path", "value"]),
+                                              _operation(["remove"], ["path"]),
+                                              _operation(["move", "copy"], ["from", "path"])]}
+
+
+def answer_schema(prompt_mode: str, prompt_version: str) -> dict[str, Any]:
+    """The JSON Schema of the answer the prompts of ``prompt_mode`` / ``prompt_version`` ask for (a
+    ``ValueError`` for an unknown mode or version)."""
+    if prompt_mode not in PROMPT_MODES:
+        raise ValueError(f"unknown prompt mode {prompt_mode!r}; choose from {', '.join(PROMPT_MODES)}")
+    check_version(prompt_version)
+    return {
+        "type": "object",
+        "properties": {"observation": {}, "patch": {"type": "array", "items": _PATCH_OPERATION}},
+        "required": ["observation", "patch"],
+        "additionalProperties": False,
+    }
+
+
+def response_format(kind: str, prompt_mode: str, prompt_version: str) -> dict[str, Any] | None:
+    """The chat-completions ``response_format`` field of ``--response-format kind``: ``None`` for ``free``, OpenAI's
+    ``{"type": "json_schema", "json_schema": {...}}`` with ``answer_schema`` for ``json-schema``.
+
+    ``strict`` is false: OpenAI's strict mode forbids open schemas such as ``{}`` (any observation), which the
+    answer needs; llama.cpp and vLLM decode under the schema either way. ``ValueError`` for an unknown kind."""
+    if kind == "free":
+        return None
+    if kind != "json-schema":
+        raise ValueError(f"unknown response format {kind!r}; choose from {', '.join(RESPONSE_FORMATS)}")
+    return {"type": "json_schema",
+            "json_schema": {"name": SCHEMA_NAME, "strict": False, "schema": answer_schema(prompt_mode, prompt_version)}}
+
+
+def request_fields(extra: dict[str, Any], kind: str, prompt_mode: str, prompt_version: str) -> dict[str, Any]:
+    """The extra fields of every request: ``extra`` (``--extra``) plus the ``response_format`` of ``kind``."""
+    field = response_format(kind, prompt_mode, prompt_version)
+    return extra if field is None else {**extra, "response_format": field}

@@ -1,0 +1,1 @@
+"""Runs and their directories: the run loop, one split, tiers, reuse, subsets, options and results."""

@@ -1,0 +1,1 @@
+"""Scoring answers: parsing, the FM/CM scorers, the original rule, failure classes, chained episodes."""
