@@ -1,0 +1,193 @@
+"""Labelling one's own environment at τ speed (issue 43): replayed calls per second on the fixture shop, and the
+weight of a stored pool.
+
+    PYTHONPATH=. python benchmarks/replay_speed.py [--tasks 10] [--calls 15] [--baseline 4] [--pool 60]
+
+1. **Replay speed.** A log of ``--tasks`` tasks of ``--calls`` calls each is written for the fixture shop
+   (``tests.fixtures.shopdb.wrapper:ShopEnv``: a 1,126,205-character state, or ``--users/--orders/...`` for
+   another size, drawn deterministically by ``make_db``): each task starts from the initial database and its
+   calls are the generic explorer's (``StateExplorer``, seeded by task), each on the state the previous left.
+   Then, timed on this machine:
+
+   * ``executor``: the path construction took before (``envs.executor.execute`` + ``labelling.to_record``:
+     whole-state JSON round trips, the id hashed from the whole state) on the first ``--baseline`` calls;
+   * ``labelling``: ``cow_labelling.label_calls`` over the whole log (the copy-on-write run; the tool itself
+     included: the fixture's wrapper validates and dumps its whole pydantic database on every call);
+   * ``construct``: ``envsim construct --split test --policy replay --replay-log LOG`` end to end (labelling,
+     records with verified views, counted view-prompt tokens, states stored once, files written), in a fresh
+     process, and its output's size.
+
+   Each timing is the best of ``--repeat`` runs (the machine is shared: the best run is the least disturbed).
+
+2. **Stored pool.** ``construct --split test --env tests.fixtures.shopdb.sized:MidShopEnv --pool N`` (a
+   158,262-character state) and the bytes written (records file + state blobs), against the same records
+   written inline (every record holding its state and next state).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SHOP = "tests.fixtures.shopdb.wrapper:ShopEnv"
+MID = "tests.fixtures.shopdb.sized:MidShopEnv"
+
+
+def write_log(path: Path, tasks: int, calls: int, sizes: dict[str, int] | None) -> tuple[str, int]:
+    """The replay log: ``tasks`` explorer episodes of ``calls`` calls from the initial database; returns the
+    environment id used and the initial state's length in canonical JSON characters."""
+    from envsim.construction.cow_labelling import EpisodeLabeller
+    from envsim.construction.state_explorer import StateExplorer
+    from envsim.delta import canonical_json
+    from envsim.envs.registry import get_env
+    from envsim.envs.trust import trust_module
+
+    trust_module("tests.fixtures.shopdb.wrapper")
+    env_class = get_env(SHOP)
+    state = env_class.sample_state(0)
+    entry: dict[str, Any] = {"env": SHOP}
+    if sizes:
+        from tests.fixtures.shopdb.data import make_db
+
+        state = env_class.normalise(make_db(0, **sizes).model_dump(mode="json"))
+        entry["state"] = state
+    lines = []
+    for task in range(tasks):
+        labeller, policy, actions = EpisodeLabeller(env_class, state), StateExplorer(1000 + task), []
+        for _ in range(calls):
+            action = policy.next_action(env_class, labeller.state)
+            labeller.label(action)
+            actions.append(action.to_json())
+        lines.append(json.dumps({**entry, "actions": actions}))
+    path.write_text("\n".join(lines) + "\n")
+    return SHOP, len(canonical_json(state))
+
+
+def best(runs: int, fn: Any) -> tuple[float, Any]:
+    """The shortest wall time of ``runs`` calls of ``fn`` and the last result."""
+    times, result = [], None
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - started)
+    return min(times), result
+
+
+def executor_path(log: Path, calls: int) -> int:
+    """Label the first ``calls`` logged calls as construction did before (executor + ``to_record``)."""
+    from envsim.construction.labelling import to_record
+    from envsim.construction.policies import read_log
+    from envsim.envs.executor import execute
+
+    episode = read_log(log)[0]
+    state, done = episode.state, 0
+    for action in episode.actions[:calls]:
+        transition = execute(episode.env_class, state, action)
+        to_record(transition, episode.env_class, "test")
+        state, done = transition.next_state, done + 1
+    return done
+
+
+def traced_path(log: Path) -> tuple[int, int]:
+    """Label every logged call copy-on-write; returns (calls, calls the executor labelled instead)."""
+    from envsim.construction.cow_labelling import label_calls
+    from envsim.construction.policies import read_log
+
+    done = fallbacks = 0
+    for episode in read_log(log):
+        for call in label_calls(episode.env_class, episode.state, episode.actions):
+            done += 1
+            fallbacks += not call.traced
+    return done, fallbacks
+
+
+def construct(args: list[str]) -> float:
+    """Wall time of ``envsim construct ARGS`` in a fresh process (exit code checked)."""
+    import os
+
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", "from envsim.cli import main; main()", "construct", *args,
+                           "--no-progress"], capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - started
+    if done.returncode:
+        raise SystemExit(f"construct failed ({done.returncode}): {done.stderr[-2000:]}")
+    return seconds
+
+
+def folder_bytes(path: Path) -> int:
+    """Bytes of the files under ``path`` (0 if it does not exist)."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def inline_bytes(out: Path) -> int:
+    """Bytes of ``out``'s records written with whole states (what the file weighs without stored states)."""
+    from envsim.benchmark import load
+    from envsim.construction.stored_states import materialise
+
+    return sum(len(json.dumps(r, sort_keys=True, separators=(",", ":"), ensure_ascii=False)) + 1
+               for r in materialise(load(str(out))))
+
+
+def replay_figures(options: argparse.Namespace, work: Path) -> None:
+    sizes = {k: getattr(options, k) for k in ("users", "products", "orders", "reviews") if getattr(options, k)}
+    log = work / "log.jsonl"
+    env_id, chars = write_log(log, options.tasks, options.calls, sizes or None)
+    total = options.tasks * options.calls
+    print(f"replay log: {options.tasks} tasks x {options.calls} calls = {total} calls on {env_id}, "
+          f"initial state {chars:,} characters")
+    seconds, done = best(options.repeat, lambda: executor_path(log, options.baseline))
+    print(f"executor (before): {done} calls in {seconds:.2f} s = {done / seconds:.2f} calls/s")
+    seconds, (done, fallbacks) = best(options.repeat, lambda: traced_path(log))
+    print(f"labelling (copy-on-write): {done} calls in {seconds:.2f} s = {done / seconds:.1f} calls/s "
+          f"({fallbacks} labelled by the executor)")
+    out = work / "replayed.jsonl"
+    seconds, _ = best(options.repeat, lambda: construct(
+        ["--split", "test", "--policy", "replay", "--replay-log", str(log), "--env-module",
+         "tests.fixtures.shopdb.wrapper", "--out", str(out)]))
+    written = sum(1 for line in out.read_text().splitlines() if line.strip())
+    print(f"construct --policy replay, end to end (fresh process, imports and each tool's code read once "
+          f"included): {written} records in {seconds:.1f} s = {total / seconds:.1f} calls/s; "
+          f"{out.stat().st_size / 1e6:.2f} MB + {folder_bytes(work / 'replayed_states') / 1e6:.2f} MB of blobs")
+
+
+def pool_figures(options: argparse.Namespace, work: Path) -> None:
+    out = work / "mid.jsonl"
+    seconds = construct(["--split", "test", "--env", MID, "--pool", str(options.pool), "--episodes", "4",
+                         "--steps", "20", "--out", str(out)])
+    records = sum(1 for line in out.read_text().splitlines() if line.strip())
+    stored, blobs = out.stat().st_size, folder_bytes(work / "mid_states")
+    print(f"stored pool: {records} records of {MID} in {(stored + blobs) / 1e6:.2f} MB "
+          f"({stored / 1e6:.2f} MB records + {blobs / 1e6:.2f} MB blobs; inline: {inline_bytes(out) / 1e6:.1f} MB); "
+          f"built in {seconds:.0f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=15, help="calls per task")
+    parser.add_argument("--baseline", type=int, default=4, help="calls labelled the executor's way")
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--pool", type=int, default=60, help="records of the stored-pool figure (0: skip it)")
+    parser.add_argument("--skip-replay", action="store_true")
+    for name in ("users", "products", "orders", "reviews"):
+        parser.add_argument(f"--{name}", type=int, default=0, help=f"{name} of a database of another size")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        if not options.skip_replay:
+            replay_figures(options, work)
+        if options.pool:
+            pool_figures(options, work)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    main()
