@@ -17,7 +17,8 @@ weight of a stored pool.
      records with verified views, counted view-prompt tokens, states stored once, files written), in a fresh
      process, and its output's size.
 
-   Each timing is the best of ``--repeat`` runs (the machine is shared: the best run is the least disturbed).
+   Each timing is the best of ``--repeat`` runs, with its CPU time (this process and its children): on a shared
+   machine the wall time is what the load leaves, the CPU time what the work costs.
 
 2. **Stored pool.** ``construct --split test --env tests.fixtures.shopdb.sized:MidShopEnv --pool N`` (a
    158,262-character state) and the bytes written (records file + state blobs), against the same records
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -69,14 +71,30 @@ def write_log(path: Path, tasks: int, calls: int, sizes: dict[str, int] | None) 
     return SHOP, len(canonical_json(state))
 
 
-def best(runs: int, fn: Any) -> tuple[float, Any]:
-    """The shortest wall time of ``runs`` calls of ``fn`` and the last result."""
-    times, result = [], None
+def best(runs: int, fn: Any) -> tuple[float, float, Any]:
+    """The shortest wall time of ``runs`` calls of ``fn``, the CPU time of that run (this process and its
+    children: on a shared machine the CPU time is what the work costs, the wall time what the load allows), and
+    the last result."""
+    import resource
+
+    def cpu() -> float:
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    runs_: list[tuple[float, float]] = []
+    result = None
     for _ in range(runs):
-        started = time.perf_counter()
+        wall, used = time.perf_counter(), cpu()
         result = fn()
-        times.append(time.perf_counter() - started)
-    return min(times), result
+        runs_.append((time.perf_counter() - wall, cpu() - used))
+    wall, used = min(runs_)
+    return wall, used, result
+
+
+def rate(count: int, wall: float, used: float) -> str:
+    """``N calls in W s = R calls/s (C CPU-s: R' calls per CPU-second)``."""
+    return (f"{count} calls in {wall:.1f} s = {count / wall:.1f} calls/s wall; {used:.1f} CPU-s = "
+            f"{count / used:.1f} calls per CPU-second")
 
 
 def executor_path(log: Path, calls: int) -> int:
@@ -94,23 +112,36 @@ def executor_path(log: Path, calls: int) -> int:
     return done
 
 
-def traced_path(log: Path) -> tuple[int, int]:
-    """Label every logged call copy-on-write; returns (calls, calls the executor labelled instead)."""
-    from envsim.construction.cow_labelling import label_calls
+def traced_path(log: Path) -> tuple[int, int, float]:
+    """Label every logged call copy-on-write; returns (calls, calls the executor labelled instead, CPU seconds
+    spent in the tools themselves: the fixture's wrapper validating and dumping its whole database)."""
+    import envsim.construction.cow_labelling as cow
     from envsim.construction.policies import read_log
 
+    in_tools = [0.0]
+    real = cow.call_tool
+
+    def timed(env: Any, action: Any) -> Any:
+        started = time.process_time()
+        try:
+            return real(env, action)
+        finally:
+            in_tools[0] += time.process_time() - started
+
+    cow.call_tool = timed
     done = fallbacks = 0
-    for episode in read_log(log):
-        for call in label_calls(episode.env_class, episode.state, episode.actions):
-            done += 1
-            fallbacks += not call.traced
-    return done, fallbacks
+    try:
+        for episode in read_log(log):
+            for call in cow.label_calls(episode.env_class, episode.state, episode.actions):
+                done += 1
+                fallbacks += not call.traced
+    finally:
+        cow.call_tool = real
+    return done, fallbacks, in_tools[0]
 
 
 def construct(args: list[str]) -> float:
     """Wall time of ``envsim construct ARGS`` in a fresh process (exit code checked)."""
-    import os
-
     root = str(Path(__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
     started = time.perf_counter()
@@ -131,7 +162,9 @@ def inline_bytes(out: Path) -> int:
     """Bytes of ``out``'s records written with whole states (what the file weighs without stored states)."""
     from envsim.benchmark import load
     from envsim.construction.stored_states import materialise
+    from envsim.envs.trust import trust_module
 
+    trust_module("tests.fixtures.shopdb.sized")
     return sum(len(json.dumps(r, sort_keys=True, separators=(",", ":"), ensure_ascii=False)) + 1
                for r in materialise(load(str(out))))
 
@@ -143,19 +176,21 @@ def replay_figures(options: argparse.Namespace, work: Path) -> None:
     total = options.tasks * options.calls
     print(f"replay log: {options.tasks} tasks x {options.calls} calls = {total} calls on {env_id}, "
           f"initial state {chars:,} characters")
-    seconds, done = best(options.repeat, lambda: executor_path(log, options.baseline))
-    print(f"executor (before): {done} calls in {seconds:.2f} s = {done / seconds:.2f} calls/s")
-    seconds, (done, fallbacks) = best(options.repeat, lambda: traced_path(log))
-    print(f"labelling (copy-on-write): {done} calls in {seconds:.2f} s = {done / seconds:.1f} calls/s "
-          f"({fallbacks} labelled by the executor)")
+    wall, used, done = best(options.repeat, lambda: executor_path(log, options.baseline))
+    print(f"executor (before): {rate(done, wall, used)}")
+    wall, used, (done, fallbacks, in_tools) = best(options.repeat, lambda: traced_path(log))
+    print(f"labelling (copy-on-write): {rate(done, wall, used)}; {fallbacks} labelled by the executor; "
+          f"the tool itself (the wrapper validating and dumping its database) {in_tools:.1f} CPU-s = "
+          f"{1000 * in_tools / done:.0f} ms a call, EnvSim {1000 * (used - in_tools) / done:.0f} ms a call")
     out = work / "replayed.jsonl"
-    seconds, _ = best(options.repeat, lambda: construct(
+    wall, used, _ = best(options.repeat, lambda: construct(
         ["--split", "test", "--policy", "replay", "--replay-log", str(log), "--env-module",
          "tests.fixtures.shopdb.wrapper", "--out", str(out)]))
     written = sum(1 for line in out.read_text().splitlines() if line.strip())
-    print(f"construct --policy replay, end to end (fresh process, imports and each tool's code read once "
-          f"included): {written} records in {seconds:.1f} s = {total / seconds:.1f} calls/s; "
+    print(f"construct --policy replay, end to end (a fresh process: imports, the initial state and each tool's "
+          f"shown code once included): {written} records, {rate(total, wall, used)}; "
           f"{out.stat().st_size / 1e6:.2f} MB + {folder_bytes(work / 'replayed_states') / 1e6:.2f} MB of blobs")
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
 def pool_figures(options: argparse.Namespace, work: Path) -> None:

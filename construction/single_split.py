@@ -134,7 +134,8 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
         if not records:
             raise ConstructStopped(f"nothing to write: {'; '.join(s.line() for s in short)}; {hint}")
         stats["shortfall"] = [s.to_json() for s in short]
-        options.echo_err(f"warning: wrote {len(records)} of the {sum(c.n for c in spec.cells)} records the spec "
-                         f"asks for: {'; '.join(s.line() for s in short)}; {hint}")
+        cap = f" (at most {spec.per_env_cap} per environment)" if spec.per_env_cap is not None else ""
+        options.echo_err(f"warning: wrote {len(records)} of the {spec.total} records the spec asks for{cap}; short: "
+                         + ", ".join(f"{s.cell} {s.got} of {s.needed}" for s in short) + f"; {hint}")
     return write_with_stats(records, out, stats, stats_markdown(f"{out.name}", stats), kind="records",
                             pool=len(pool), lines=lines, fmt=options.fmt)

@@ -66,7 +66,7 @@ def tools_markdown(outcomes: dict[str, dict[str, dict[str, Any]]]) -> str:
         lines += [f"| {tool} | {t['calls']} | {t['succeeded']} | "
                   + ("–" if t["success_rate"] is None else f"{t['success_rate']:.0%}") + " |" for tool, t in tools.items()]
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
 
 
 def view_stats(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
