@@ -28,15 +28,22 @@ evolving state instead:
   loading, a codec subclass, a sandboxed class) are labelled by the executor throughout.
 
 Nothing is run twice: like the executor's default, no determinism check (``envsim envs check`` does that).
+Python's cycle collector is paused while a call is labelled: a wrapper that validates and dumps a whole
+object-model database allocates a million objects a call, and each collection they trigger would walk the
+episode's states (for the fixture shop this tripled the tool's own time). Cycles made meanwhile (a raised
+exception's traceback) are collected once it resumes.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import gc
 import hashlib
 import json
 import marshal
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, Iterable, Iterator, Mapping
 
 from envsim.construction.traced_labelling import RecordingCollection
@@ -48,7 +55,6 @@ from envsim.envs.source import env_version
 from envsim.records import Action, Transition
 
 _ABSENT = object()
-_WHOLE = object()  # the key of a whole collection's bytes in ``EpisodeLabeller._exact``
 
 
 class _Untraceable(Exception):
@@ -105,6 +111,7 @@ class _Texts:
         self.parts: dict[str, dict[str, str] | str] = {}   # name -> {key: record text} | the value's text
         self.keys: dict[str, dict[str, str]] = {}          # name -> {key: the key's JSON text}
         self.joined: dict[str, str] = {}
+        self.joined_bytes: dict[str, bytes] = {}
         for name, value in (state or {}).items():
             self.set_value(name, value)
 
@@ -113,7 +120,7 @@ class _Texts:
         clone = _Texts()
         clone.parts = {k: dict(v) if isinstance(v, dict) else v for k, v in self.parts.items()}
         clone.keys = {k: dict(v) for k, v in self.keys.items()}
-        clone.joined = dict(self.joined)
+        clone.joined, clone.joined_bytes = dict(self.joined), dict(self.joined_bytes)
         return clone
 
     def set_value(self, name: str, value: Any) -> None:
@@ -125,6 +132,7 @@ class _Texts:
             self.parts[name] = canonical_json(value)
             self.keys.pop(name, None)
         self.joined.pop(name, None)
+        self.joined_bytes.pop(name, None)
 
     def set_record(self, name: str, key: str, value: Any) -> None:
         """Encode record ``key`` of collection ``name`` (``_ABSENT``: removed)."""
@@ -137,6 +145,7 @@ class _Texts:
             records[key] = canonical_json(value)
             self.keys[name][key] = _dumps(key)
         self.joined.pop(name, None)
+        self.joined_bytes.pop(name, None)
 
     def record(self, name: str, key: str | None) -> str | None:
         """The text of record ``key`` of ``name`` (``None``: of the value ``name``), if known."""
@@ -150,6 +159,7 @@ class _Texts:
         self.parts.pop(name, None)
         self.keys.pop(name, None)
         self.joined.pop(name, None)
+        self.joined_bytes.pop(name, None)
 
     def text(self, name: str) -> str:
         """The canonical text of top-level value ``name``."""
@@ -164,15 +174,29 @@ class _Texts:
             self.joined[name] = found
         return found
 
-    def state_text(self) -> str:
-        """``canonical_json(state)``."""
-        return "{" + ",".join([_dumps(k) + ":" + self.text(k) for k in sorted(self.parts)]) + "}"
+    def encoded(self, name: str) -> bytes:
+        """``text(name)`` as UTF-8 (lone surrogates kept, as ``labelling.sample_id`` encodes them), kept."""
+        found = self.joined_bytes.get(name)
+        if found is None:
+            found = self.text(name).encode("utf-8", "surrogatepass")
+            self.joined_bytes[name] = found
+        return found
+
+    def hash_into(self, digest: Any) -> None:
+        """Feed ``canonical_json(state)`` encoded as UTF-8 to ``digest`` (a ``hashlib`` object) piece by piece."""
+        digest.update(b"{")
+        for index, name in enumerate(sorted(self.parts)):
+            digest.update((("," if index else "") + _dumps(name) + ":").encode("utf-8", "surrogatepass"))
+            digest.update(self.encoded(name))
+        digest.update(b"}")
 
 
-def record_id(env_id: str, state_text: str, action: Mapping[str, Any]) -> str:
-    """``labelling.sample_id(env_id, state, action)`` from the state's canonical text."""
-    text = f"[{_dumps(env_id)},{state_text},{canonical_json(action)}]"
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+def record_id(env_id: str, texts: _Texts, action: Mapping[str, Any]) -> str:
+    """``labelling.sample_id(env_id, state, action)`` from the state's kept canonical texts."""
+    digest = hashlib.sha256(f"[{_dumps(env_id)},".encode("utf-8", "surrogatepass"))
+    texts.hash_into(digest)
+    digest.update(f",{canonical_json(action)}]".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:20]
 
 
 class EpisodeLabeller:
@@ -187,11 +211,13 @@ class EpisodeLabeller:
         self.version = env_version(env_class)
         self.tracing = traceable(env_class)
         self.state: dict[str, Any] = json.loads(text)           # canonical, as the executor leaves every state
-        self._pristine = json.loads(text) if self.tracing else None   # never handed out: the guard's reference
+        # the guard's reference, never handed out: its containers are copies, its strings and numbers the state's
+        # own (immutable, and compared by identity first: the comparison after each call walks containers only)
+        self._pristine = copy.deepcopy(self.state) if self.tracing else None
         self._texts = _Texts(self.state)
-        self._exact: dict[tuple[str, Any], bytes] = {}   # producer-order bytes known to equal a record (a collection)
-        self._produced: dict[str, dict[str, Any]] = {}     # this call's dumped dictionaries
-        self._previous: dict[str, dict[str, Any]] = {}     # the last ones, exactly equal to the state's (bytes in _exact)
+        self._exact: dict[str, dict[Any, bytes]] = {}    # name -> key -> marshal bytes known to equal a record exactly
+        self._pending: dict[tuple[str, Any], bytes] = {}   # this call's, kept once it is labelled
+        self._produced: dict[str, bytes] = {}              # the bytes of one dumped dictionary's records
         self.calls = 0
         self.fallbacks = 0
 
@@ -205,7 +231,7 @@ class EpisodeLabeller:
         if self._pristine is not None:
             clone._pristine = {k: dict(v) if isinstance(v, dict) else v for k, v in self._pristine.items()}
         clone._texts = self._texts.copy()
-        clone._exact, clone._previous, clone._produced = dict(self._exact), dict(self._previous), {}
+        clone._exact, clone._pending, clone._produced = {k: dict(v) for k, v in self._exact.items()}, {}, {}
         clone.calls = clone.fallbacks = 0
         return clone
 
@@ -213,18 +239,24 @@ class EpisodeLabeller:
         """Label ``action`` on the current state and move the episode to its next state."""
         action = Action.from_json(action)
         state = self.state
-        identity = record_id(self.env_id, self._texts.state_text(), action.to_json())
-        self.calls += 1
-        traced = False
-        if self.tracing:
-            try:
-                transition = self._traced(state, action)
-                traced = True
-            except _Untraceable:
-                transition = None
-        if not traced:
-            self.fallbacks += self.tracing
-            transition = self._executed(state, action)
+        collecting = gc.isenabled()
+        gc.disable()  # see the module docstring: no cycle collection walks the state while a call allocates
+        try:
+            identity = record_id(self.env_id, self._texts, action.to_json())
+            self.calls += 1
+            traced = False
+            if self.tracing:
+                try:
+                    transition = self._traced(state, action)
+                    traced = True
+                except _Untraceable:
+                    transition = None
+            if not traced:
+                self.fallbacks += self.tracing
+                transition = self._executed(state, action)
+        finally:
+            if collecting:
+                gc.enable()
         assert transition is not None
         self.state = transition.next_state
         return LabelledCall(transition, identity, traced)
@@ -260,7 +292,7 @@ class EpisodeLabeller:
                     raise _Untraceable(name)
                 given[name] = RecordingCollection(value) if isinstance(value, dict) else json_copy(value)
                 setattr(env, name, given[name])
-        self._produced = {}
+        self._pending = {}
         try:
             observation = call_tool(env, action)
             after = self._attributes(inner, codec)
@@ -273,13 +305,8 @@ class EpisodeLabeller:
                 raise _Untraceable("shared record written")  # noqa: B012 - the executor labels the call instead
         _check_observation_size(observation)
         next_state, old_part, new_part = self._apply(state, changes)
-        for name, produced in self._produced.items():  # exactly equal to the next state's value of ``name``
-            try:
-                self._exact[(name, _WHOLE)] = marshal.dumps(produced, 2)
-                self._previous[name] = produced
-            except ValueError:
-                self._exact.pop((name, _WHOLE), None)
-                self._previous.pop(name, None)
+        for (name, key), produced in self._pending.items():  # this call's values: exactly the next state's records
+            self._exact.setdefault(name, {})[key] = produced
         try:
             delta = compute_delta(old_part, new_part)
         except DeltaTooLarge as exc:
@@ -312,24 +339,23 @@ class EpisodeLabeller:
         check_json_state({"value": value})
         return json.loads(canonical_json(value))
 
-    def _same(self, name: str, key: str | None, old: Any, new: Any) -> bool:
+    def _same(self, name: str, key: str | None, old: Any, new: Any, produced: bytes | None = None) -> bool:
         """Whether record ``key`` of ``name`` (``None``: the value ``name`` itself) is exactly unchanged (see the
-        module docstring)."""
+        module docstring); ``produced``: ``new``'s ``marshal`` bytes if already made."""
         if old is new:
             return True
+        if produced is None:
+            try:
+                produced = marshal.dumps(new, 2)
+            except ValueError:  # not plain data: compared once encoded
+                return False
+        if self._exact.get(name, {}).get(key) == produced:
+            return True
+        self._pending[(name, key)] = produced  # this value's bytes, the next state's record either way
         if type(old) is not type(new) or old != new:
             return False
-        try:
-            produced = marshal.dumps(new, 2)
-        except ValueError:  # not plain data: compared once encoded
-            return False
-        if self._exact.get((name, key)) == produced:
-            return True
         known = self._texts.record(name, key)
-        if (canonical_json(new) == known) if known is not None else strictly_equal(old, new):
-            self._exact[(name, key)] = produced
-            return True
-        return False
+        return (canonical_json(new) == known) if known is not None else strictly_equal(old, new)
 
     def _same_text(self, name: str, key: str | None, old: Any, value: Any) -> bool:
         """Whether JSON ``value`` is ``old`` (record ``key`` of ``name``) as canonical text (the kept text of ``old``)."""
@@ -354,11 +380,12 @@ class EpisodeLabeller:
                     if not keys:
                         continue
                 records: dict[str, Any] = {}
+                produced = self._produced
                 for key in keys:
                     before, now = old.get(key, _ABSENT), dict.get(new, key, _ABSENT)
                     if now is _ABSENT:
                         records[key] = _ABSENT
-                    elif before is _ABSENT or not self._same(name, key, before, now):
+                    elif before is _ABSENT or not self._same(name, key, before, now, produced.get(key)):
                         now = self._json(now, f"/{name}/{key}")
                         if before is _ABSENT or not self._same_text(name, key, before, now):
                             records[key] = now
@@ -373,32 +400,22 @@ class EpisodeLabeller:
         return changes
 
     def _dumped_keys(self, name: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-        """The keys of a dictionary the instance made whose records may differ from ``old``'s exactly: those
-        unequal (``==``) or added or removed; or, when the others are not provably exactly as before, every key
-        (each then compared on its own). The others are exactly as before when ``new`` with the unequal records
-        put back as the previous dump had them gives that dump's ``marshal`` bytes."""
-        get = old.get
-        unequal = [] if old == new else [k for k, v in new.items() if get(k, _ABSENT) != v]
-        added = [k for k in unequal if k not in old]
-        removed = [k for k in old if k not in new] if len(new) - len(added) != len(old) else []
-        previous, whole = self._previous.get(name), self._exact.get((name, _WHOLE))
-        exact = False
-        if previous is not None and whole is not None and not added and not removed:
-            probe = new
-            if unequal:
-                probe = dict(new)
-                for key in unequal:
-                    probe[key] = previous[key]
-            try:
-                exact = marshal.dumps(probe, 2) == whole
-            except ValueError:
-                exact = False
-        if exact and not unequal:
-            return []       # the dump as last time: its bytes and the state's records stand
-        self._produced[name] = new
-        if exact:
-            return unequal
-        return [*(k for k in new if get(k, _ABSENT) is not new[k]), *removed]
+        """The keys of a dictionary the instance made whose records may differ from ``old``'s: those whose ``marshal``
+        bytes are not the ones known to equal the state's record (type-exact, at C speed: a wrapper's dump of an
+        unchanged record gives the same bytes call after call), and the keys it lost."""
+        known = self._exact.setdefault(name, {})
+        try:
+            data = list(map(marshal.dumps, new.values(), repeat(2)))
+        except ValueError:  # a value that is not plain data: every record compared on its own
+            self._produced = {}
+            keys = list(new)
+        else:
+            keys = [k for k, d in zip(new, data) if known.get(k) != d]
+            wanted = set(keys)
+            self._produced = {k: d for k, d in zip(new, data) if k in wanted} if keys else {}
+        if len(new) != len(old) or any(k not in old for k in keys):
+            keys += [k for k in old if k not in new]
+        return keys
 
     def _apply(self, state: dict[str, Any], changes: dict[str, Any]) -> tuple[dict[str, Any], dict, dict]:
         """The next state (sharing unchanged records), and the differing parts of both states for ``compute_delta``."""
@@ -425,7 +442,7 @@ class EpisodeLabeller:
                         collection[key] = value
                         after[key] = value
                     texts.set_record(name, key, value)
-                    self._exact.pop((name, key), None)
+                    self._exact.get(name, {}).pop(key, None)
                 if any(k not in old for k in change):
                     collection = {k: collection[k] for k in sorted(collection)}
                 next_state[name] = collection
@@ -436,7 +453,7 @@ class EpisodeLabeller:
                     old_part[name] = old
                 new_part[name] = change
                 texts.set_value(name, change)
-                self._exact.pop((name, None), None)
+                self._exact.get(name, {}).pop(None, None)
         if any(k not in state for k in next_state) or len(next_state) != len(state):
             next_state = {k: next_state[k] for k in sorted(next_state)}
         for name in changes:  # the guard's private copy follows the state
@@ -486,7 +503,6 @@ class EpisodeLabeller:
                 value[:] = json_copy(reference)
         self._texts = _Texts(state)
         self._exact.clear()
-        self._previous.clear()
 
     # the executor ------------------------------------------------------------------------------
     def _executed(self, state: dict[str, Any], action: Action) -> Transition:
@@ -494,7 +510,6 @@ class EpisodeLabeller:
         transition = dataclasses.replace(execute(self.env_class, state, action), state=state)
         self._texts = _Texts(transition.next_state)
         self._exact.clear()
-        self._previous.clear()
         if self._pristine is not None:
             self._pristine = json_copy(transition.next_state)
         return transition
