@@ -11,10 +11,11 @@ evolving state instead:
   top-level values are copied. A class wrapped with ``attrs`` loading (``wrap_target``: a class of one's own
   that is not an ``Environment``) gets the same, through its codec;
 * **the next state shares every record the call left as it was** with the state before it. Each top-level
-  dictionary the instance holds after the call (the same recording copy, or a new one: a wrapper that writes
-  its whole dump back) is compared with the state record by record: identity, then ``==`` at C speed, then
-  exactly (``1``, ``1.0`` and ``true`` apart: the record's ``marshal`` bytes against those of the last version
-  found equal as JSON text, else ``strictly_equal``). Only the records that differ are encoded;
+  dictionary the instance holds after the call (the same recording copy: the records it took by key, or a new
+  one: a wrapper that writes its whole dump back) is compared with the state record by record, exactly (``1``,
+  ``1.0`` and ``true`` apart): a record whose ``marshal`` bytes (type-exact, at C speed) are those of a version
+  already found equal to the state's record is unchanged; any other is compared as canonical JSON text with
+  the state's record's kept text. Only the records that differ are encoded;
 * **Δ** is ``compute_delta`` on the differing records alone: the pair ``prune_equal`` reduces the whole states to,
   so patches, paths and |Δ| are the executor's;
 * **record ids** are the executor path's (``labelling.sample_id``: sha256 of the canonical JSON of environment,
@@ -218,6 +219,7 @@ class EpisodeLabeller:
         self._exact: dict[str, dict[Any, bytes]] = {}    # name -> key -> marshal bytes known to equal a record exactly
         self._pending: dict[tuple[str, Any], bytes] = {}   # this call's, kept once it is labelled
         self._produced: dict[str, bytes] = {}              # the bytes of one dumped dictionary's records
+        self._base: EpisodeLabeller | None = None          # the labeller this one was forked from (its start)
         self.calls = 0
         self.fallbacks = 0
 
@@ -232,6 +234,7 @@ class EpisodeLabeller:
             clone._pristine = {k: dict(v) if isinstance(v, dict) else v for k, v in self._pristine.items()}
         clone._texts = self._texts.copy()
         clone._exact, clone._pending, clone._produced = {k: dict(v) for k, v in self._exact.items()}, {}, {}
+        clone._base = self
         clone.calls = clone.fallbacks = 0
         return clone
 
@@ -305,8 +308,14 @@ class EpisodeLabeller:
                 raise _Untraceable("shared record written")  # noqa: B012 - the executor labels the call instead
         _check_observation_size(observation)
         next_state, old_part, new_part = self._apply(state, changes)
+        base = self._base
         for (name, key), produced in self._pending.items():  # this call's values: exactly the next state's records
             self._exact.setdefault(name, {})[key] = produced
+            started, now = (base.state.get(name) if base is not None else None), next_state.get(name)
+            if key is not None and isinstance(started, dict) and isinstance(now, dict) and \
+                    started.get(key, _ABSENT) is now.get(key):
+                assert base is not None
+                base._exact.setdefault(name, {})[key] = produced  # the episode's start's record: later forks know it
         try:
             delta = compute_delta(old_part, new_part)
         except DeltaTooLarge as exc:

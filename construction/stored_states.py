@@ -50,7 +50,7 @@ def state_patch(base: Any, state: Any) -> list[dict[str, Any]]:
 
 
 def _diff(old: Any, new: Any, parts: list[Any], ops: list[dict[str, Any]]) -> None:
-    if type(old) is type(new) and old == new:
+    if old is new or (type(old) is type(new) and old == new):
         return
     if isinstance(old, dict) and isinstance(new, dict):
         for key in old:
@@ -58,7 +58,8 @@ def _diff(old: Any, new: Any, parts: list[Any], ops: list[dict[str, Any]]) -> No
                 ops.append({"op": "remove", "path": pointer([*parts, key])})
         for key, value in new.items():
             if key in old:
-                _diff(old[key], value, [*parts, key], ops)
+                if old[key] is not value:  # states of one episode share their unchanged records
+                    _diff(old[key], value, [*parts, key], ops)
             else:
                 ops.append({"op": "add", "path": pointer([*parts, key]), "value": value})
     elif isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
