@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from click.testing import CliRunner
 
 from envsim.benchmark import load
@@ -114,3 +115,22 @@ def test_same_kind_parameters_get_distinct_values_unless_the_schema_allows_the_s
             links.append(action.arguments["from_ticket_id"] == action.arguments["to_ticket_id"])
     assert len(merges) > 50 and not any(merges)
     assert len(links) > 50 and any(links)
+
+
+@pytest.mark.slow
+def test_a_60_record_pool_of_the_160k_character_shop_takes_under_2_mb(tmp_path):
+    out = tmp_path / "mid.jsonl"
+    result = CliRunner().invoke(main, ["construct", "--split", "test", "--env", "tests.fixtures.shopdb.sized:MidShopEnv",
+                                       "--pool", "60", "--episodes", "4", "--steps", "20", "--out", str(out),
+                                       "--no-progress"])
+    assert result.exit_code == 0, result.output
+    rows = _rows(out)
+    assert len(rows) == 60 and all("state_ref" in r for r in rows)
+    blobs = tmp_path / "mid_states"
+    written = out.stat().st_size + sum(p.stat().st_size for p in blobs.iterdir())
+    from envsim.construction.stored_states import materialise
+
+    records = materialise(load(str(out)))
+    assert 150_000 < len(json.dumps(records[0]["state"], separators=(",", ":"))) < 262_144
+    inline = sum(len(json.dumps(r)) for r in records)
+    assert written <= 2_000_000 and inline > 10 * written
