@@ -103,7 +103,7 @@ def executor_path(log: Path, calls: int) -> int:
     from envsim.construction.policies import read_log
     from envsim.envs.executor import execute
 
-    episode = read_log(log)[0]
+    episode = next(read_log(log))
     state, done = episode.state, 0
     for action in episode.actions[:calls]:
         transition = execute(episode.env_class, state, action)
@@ -181,7 +181,7 @@ def replay_figures(options: argparse.Namespace, work: Path) -> None:
     print(f"executor (before): {rate(done, wall, used)}")
     from envsim.construction.policies import read_log
 
-    wall, used, episodes = best(1, lambda: read_log(log))
+    wall, used, episodes = best(1, lambda: list(read_log(log)))
     print(f"reading the log (the initial state built and normalised once): {wall:.1f} s, {used:.1f} CPU-s")
     wall, used, (done, fallbacks, in_tools) = best(options.repeat, lambda: traced_path(episodes))
     print(f"labelling (copy-on-write): {rate(done, wall, used)}; {fallbacks} labelled by the executor; "

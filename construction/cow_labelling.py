@@ -520,7 +520,7 @@ class EpisodeLabeller:
         self._texts = _Texts(transition.next_state)
         self._exact.clear()
         if self._pristine is not None:
-            self._pristine = json_copy(transition.next_state)
+            self._pristine = copy.deepcopy(transition.next_state)
         return transition
 
 

@@ -44,10 +44,10 @@ def tool_outcomes(pool: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[st
                   for tool, (c, ok) in sorted(tools.items())} for env, tools in sorted(counts.items())}
 
 
-def tool_lines(outcomes: dict[str, dict[str, dict[str, Any]]], shown: int = 8) -> list[str]:
+def tool_lines(outcomes: dict[str, dict[str, dict[str, Any]]], shown: int = 8, envs: int = 10) -> list[str]:
     """Warnings naming the tools that never succeeded (never called, or every call failed), one line per
-    environment (``shown`` tools at most)."""
-    lines = []
+    environment (``shown`` tools at most; ``envs`` environments at most, then a line counting the others)."""
+    lines: list[str] = []
     for env, tools in outcomes.items():
         never = [f"{tool} (" + ("never called" if t["calls"] == 0 else f"0 of {t['calls']} calls") + ")"
                  for tool, t in tools.items() if t["succeeded"] == 0]
@@ -55,6 +55,9 @@ def tool_lines(outcomes: dict[str, dict[str, dict[str, Any]]], shown: int = 8) -
             more = f", +{len(never) - shown} more" if len(never) > shown else ""
             lines.append(f"warning: {env}: {len(never)} of {len(tools)} tools never succeeded: "
                          f"{', '.join(never[:shown])}{more}")
+    if len(lines) > envs:
+        lines = lines[:envs] + [f"warning: and in {len(lines) - envs} more environments (tool outcomes in the "
+                                "stats files)"]
     return lines
 
 
