@@ -207,8 +207,9 @@ def replay_figures(options: argparse.Namespace, work: Path) -> None:
         ["--split", "test", "--policy", "replay", "--replay-log", str(first), "--env-module",
          "tests.fixtures.shopdb.wrapper", "--out", str(work / "first_out.jsonl")]))
     more = total - calls_first
-    print(f"  start-up, measured on a log reaching each of the {len(seen)} tools once ({calls_first} calls): "
-          f"{wall_1:.1f} s, {used_1:.1f} CPU-s; the other {more} calls: {rate(more, wall - wall_1, used - used_1)}")
+    if more > 0 and used > used_1:
+        print(f"  start-up, measured on a log reaching each of the {len(seen)} tools once ({calls_first} calls): "
+              f"{wall_1:.1f} s, {used_1:.1f} CPU-s; the other {more} calls: {rate(more, wall - wall_1, used - used_1)}")
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
