@@ -220,6 +220,9 @@ class EpisodeLabeller:
         self._pending: dict[tuple[str, Any], bytes] = {}   # this call's, kept once it is labelled
         self._produced: dict[str, bytes] = {}              # the bytes of one dumped dictionary's records
         self._base: EpisodeLabeller | None = None          # the labeller this one was forked from (its start)
+        # name -> (keys, marshal bytes) of the last dump of that dictionary, exactly the state's records once
+        # the call is labelled (compared as two lists at C speed: a dump like the last one changed nothing)
+        self._last_dumps: dict[str, tuple[list[str], list[bytes]]] = {}
         self.calls = 0
         self.fallbacks = 0
 
@@ -234,7 +237,7 @@ class EpisodeLabeller:
             clone._pristine = {k: dict(v) if isinstance(v, dict) else v for k, v in self._pristine.items()}
         clone._texts = self._texts.copy()
         clone._exact, clone._pending, clone._produced = {k: dict(v) for k, v in self._exact.items()}, {}, {}
-        clone._base = self
+        clone._base, clone._last_dumps = self, dict(self._last_dumps)
         clone.calls = clone.fallbacks = 0
         return clone
 
@@ -419,7 +422,14 @@ class EpisodeLabeller:
             self._produced = {}
             keys = list(new)
         else:
-            keys = [k for k, d in zip(new, data) if known.get(k) != d]
+            names, last = list(new), self._last_dumps.get(name)
+            self._last_dumps[name] = (names, data)
+            if last is not None and last[0] == names and last[1] == data:  # the last dump exactly: nothing changed
+                self._produced = {}
+                return []
+            if last is not None:
+                known.update(zip(*last))
+            keys = [k for k, d in zip(names, data) if known.get(k) != d]
             wanted = set(keys)
             self._produced = {k: d for k, d in zip(new, data) if k in wanted} if keys else {}
         if len(new) != len(old) or any(k not in old for k in keys):
@@ -512,6 +522,7 @@ class EpisodeLabeller:
                 value[:] = json_copy(reference)
         self._texts = _Texts(state)
         self._exact.clear()
+        self._last_dumps.clear()
 
     # the executor ------------------------------------------------------------------------------
     def _executed(self, state: dict[str, Any], action: Action) -> Transition:
@@ -519,6 +530,7 @@ class EpisodeLabeller:
         transition = dataclasses.replace(execute(self.env_class, state, action), state=state)
         self._texts = _Texts(transition.next_state)
         self._exact.clear()
+        self._last_dumps.clear()
         if self._pristine is not None:
             self._pristine = copy.deepcopy(transition.next_state)
         return transition
