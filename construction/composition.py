@@ -102,6 +102,25 @@ def load_spec(source: str | Path | None) -> Spec:
     return Spec.from_json(json.loads(Path(source).read_text()))
 
 
+@dataclass(frozen=True)
+class Shortfall:
+    """A cell the pool could not fill: how many it asks for and how many it got."""
+
+    cell: str
+    needed: int
+    got: int
+    per_env_cap: int | None = None
+
+    def line(self) -> str:
+        """``cell 'failure' needs 20 samples, pool gives 7 under a cap of 8 per environment``."""
+        return (f"cell '{self.cell}' needs {self.needed} samples, pool gives {self.got} "
+                f"under a cap of {self.per_env_cap} per environment")
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"cell", "needed", "got", "missing"}``."""
+        return {"cell": self.cell, "needed": self.needed, "got": self.got, "missing": self.needed - self.got}
+
+
 def stratified_sample(pool: Sequence[dict[str, Any]], spec: Spec, seed: int,
                       strict: bool = True) -> list[dict[str, Any]]:
     """Pick ``cell.n`` records per cell, seeded, at most ``per_env_cap`` per environment overall.
@@ -111,10 +130,20 @@ def stratified_sample(pool: Sequence[dict[str, Any]], spec: Spec, seed: int,
     ``spread`` cell also rotates over |Δ| values. Raises ``CompositionError`` when ``strict`` and
     a cell cannot be filled.
     """
+    records, short = sample_with_shortfalls(pool, spec, seed)
+    if short and strict:
+        raise CompositionError(short[0].line())
+    return records
+
+
+def sample_with_shortfalls(pool: Sequence[dict[str, Any]], spec: Spec,
+                           seed: int) -> tuple[list[dict[str, Any]], list[Shortfall]]:
+    """``stratified_sample(..., strict=False)`` and the cells it could not fill (in spec order)."""
     rng = random.Random(seed)
     per_env: dict[str, int] = defaultdict(int)
     taken: set[str] = set()
     chosen: dict[int, list[dict[str, Any]]] = {}
+    short: dict[int, Shortfall] = {}
     candidates = {i: [r for r in pool if cell.matches(r)] for i, cell in enumerate(spec.cells)}
     order = sorted(range(len(spec.cells)), key=lambda i: (len(candidates[i]) / max(spec.cells[i].n, 1), i))
     for i in order:
@@ -136,11 +165,10 @@ def stratified_sample(pool: Sequence[dict[str, Any]], spec: Spec, seed: int,
                 bucket.clear()
                 continue
             picks.append(pick)
-        if len(picks) < cell.n and strict:
-            raise CompositionError(f"cell '{cell.label()}' needs {cell.n} samples, pool gives {len(picks)} "
-                                   f"under a cap of {spec.per_env_cap} per environment")
+        if len(picks) < cell.n:
+            short[i] = Shortfall(cell.label(), cell.n, len(picks), spec.per_env_cap)
         chosen[i] = picks
-    return [r for i in range(len(spec.cells)) for r in chosen[i]]
+    return [r for i in range(len(spec.cells)) for r in chosen[i]], [short[i] for i in sorted(short)]
 
 
 def _take(bucket: list[dict[str, Any]], per_env: dict[str, int], taken: set[str],

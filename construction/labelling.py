@@ -42,13 +42,16 @@ def record_code(env_class: type[Environment], tool: str) -> str:
         return f"# tool {tool!r} does not exist in {env_class.__name__}\n"
 
 
-def to_record(transition: Transition, env_class: type[Environment], split: str) -> dict[str, Any]:
+def to_record(transition: Transition, env_class: type[Environment], split: str, *, record_id: str | None = None,
+              code: str | None = None) -> dict[str, Any]:
     """A benchmark record in the public field order, plus ``changed_paths`` (diagnostics) and, for wrapped
-    foreign classes, ``origin`` (the ``module:Class`` the environment came from)."""
+    foreign classes, ``origin`` (the ``module:Class`` the environment came from). ``record_id`` and ``code``,
+    when given, are the ``sample_id`` and ``record_code`` the caller already has (``cow_labelling``)."""
     action = transition.action.to_json()
-    code = record_code(env_class, transition.tool)
+    if code is None:
+        code = record_code(env_class, transition.tool)
     record = {
-        "id": sample_id(transition.env, transition.state, action),
+        "id": record_id or sample_id(transition.env, transition.state, action),
         "env": transition.env,
         "env_version": transition.env_version,
         "tool": transition.tool,

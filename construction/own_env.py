@@ -78,10 +78,17 @@ def initial_states(env_class: Any, env_id: str, seed: int, episodes: int) -> lis
 
 
 def own_env_records(env_id: str, seed: int, episodes: int, steps: int, split: str,
-                    workers: int = 1) -> list[dict[str, Any]]:
-    """Explorer records of one user environment for ``split`` under the policy above (deduplicated)."""
+                    workers: int = 1, counts: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Explorer records of one user environment for ``split`` under the policy above (deduplicated). ``counts``
+    (if given) is told ``labelled_calls``, ``repeated_calls`` (same state and call: one record) and
+    ``on_initial_states_of_the_other_split``."""
     from envsim.construction.pipeline import build_pool
     from envsim.envs.registry import get_env
 
     pool = build_pool([env_id], split_seed(seed, split), episodes, steps, split, workers=workers)
-    return keep_split(pool, split, initial_states(get_env(env_id), env_id, seed, episodes))
+    kept = keep_split(pool, split, initial_states(get_env(env_id), env_id, seed, episodes))
+    if counts is not None:
+        for key, value in (("labelled_calls", episodes * steps), ("repeated_calls", episodes * steps - len(pool)),
+                           ("on_initial_states_of_the_other_split", len(pool) - len(kept))):
+            counts[key] = counts.get(key, 0) + value
+    return kept

@@ -15,8 +15,13 @@ from envsim.jsonsafe import dumps_line, write_text_atomic
 
 def env_records(env_id: str, seed: int, episodes: int, steps: int, split: str) -> list[dict[str, Any]]:
     """Labelled records of ``episodes`` seeded explorer rollouts of one environment."""
+    from envsim.construction.cow_labelling import RecordMaker, labels_traced, traced_rollouts
+
     cls = get_env(env_id)
     env_seed = seed * 1_000_003 + sum(env_id.encode())  # different environments, different streams
+    if labels_traced(cls):  # the user's own environment: copy-on-write labelling (construction.cow_labelling)
+        maker = RecordMaker(cls, split)
+        return [maker.record(call) for call in traced_rollouts(cls, env_seed, episodes, steps)]
     return [to_record(t, cls, split) for t in seeded_rollouts(cls, env_seed, episodes, steps)]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -38,23 +39,86 @@ class _Scripted:
         return action
 
 
-def replay_log(path: Path) -> Iterator[tuple[type[Environment], Transition]]:
-    """Execute every logged episode of ``path``; yields ``(environment class, transition)`` pairs."""
+@dataclass
+class LoggedEpisode:
+    """One line of a replay log: the environment, its starting state and the logged calls."""
+
+    line: int
+    env_class: type[Environment]
+    state: dict[str, Any]
+    actions: list[Action]
+
+
+def _entry(path: Path, number: int, line: str) -> tuple[dict[str, Any], type[Environment], list[Action]]:
+    """One log line parsed and checked: the entry, its environment class and its calls (``ReplayError`` if bad)."""
+    try:
+        entry = json.loads(line)
+        if not isinstance(entry, dict):
+            raise ValueError(f"expected a JSON object, got {type(entry).__name__}")
+        env_class = get_env(entry["env"])
+        logged = entry.get("actions", [])
+        if not isinstance(logged, list):
+            raise ValueError("'actions' must be a list")
+        if "state" in entry and not isinstance(entry["state"], dict):
+            raise ValueError("'state' must be a JSON object")
+        return entry, env_class, [Action.from_json(a) for a in logged]
+    except (KeyError, ValueError, TypeError, LookupError, AttributeError) as exc:
+        raise ReplayError(f"{path}:{number}: {type(exc).__name__}: {exc}") from None
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-                env_class = get_env(entry["env"])
-                policy = _Scripted(entry.get("actions", []))
-                state = entry["state"] if "state" in entry else env_class.sample_state(int(entry.get("seed", 0)))
-                if callable(getattr(env_class, "normalise", None)):  # foreign: the load->save form, as sample_state
+            if line.strip():
+                yield number, line
+
+
+def read_log(path: Path) -> Iterator[LoggedEpisode]:
+    """The episodes of a replay log, one line at a time (a line's state is held while its episode is labelled).
+    Every line is parsed and checked first (JSON, environment, calls), so a bad line stops the replay before any
+    call runs (``ReplayError`` names it); a starting state the environment refuses is named at its line."""
+    for number, line in _lines(path):
+        _entry(path, number, line)
+    initial: dict[tuple[type, int], dict[str, Any]] = {}  # sample_state(seed) once per class and seed
+    for number, line in _lines(path):
+        entry, env_class, actions = _entry(path, number, line)
+        try:
+            if "state" in entry:
+                state = entry["state"]
+                if callable(getattr(env_class, "normalise", None)):  # foreign: the load->save form
                     state = env_class.normalise(state)
-            except (KeyError, ValueError, TypeError, LookupError) as exc:
-                raise ReplayError(f"{path}:{number}: {exc}") from None
-            for transition in rollout(env_class, state, policy, len(policy.actions)):
-                yield env_class, transition
+            else:  # sample_state gives the load->save form already; episodes never mutate it
+                key = (env_class, int(entry.get("seed", 0)))
+                if key not in initial:
+                    initial[key] = env_class.sample_state(key[1])
+                state = initial[key]
+        except (KeyError, ValueError, TypeError, LookupError, AttributeError) as exc:
+            raise ReplayError(f"{path}:{number}: {type(exc).__name__}: {exc}") from None
+        yield LoggedEpisode(number, env_class, state, actions)
+
+
+def replay_calls(path: Path) -> Iterator[tuple[type[Environment], Any]]:
+    """Label every logged call of ``path`` in order, each on the state the previous one of its episode left;
+    yields ``(environment class, cow_labelling.LabelledCall)``. The user's own environments are labelled
+    copy-on-write (``construction.cow_labelling``), the others by the executor (``record_id`` left empty)."""
+    from envsim.construction.cow_labelling import LabelledCall, label_calls, labels_traced
+
+    starts: dict[Any, Any] = {}  # tasks from one starting state share its labeller (cow_labelling.start_labeller)
+    for episode in read_log(path):
+        env_class = episode.env_class
+        if labels_traced(env_class):
+            for call in label_calls(env_class, episode.state, episode.actions, starts):
+                yield env_class, call
+            continue
+        policy = _Scripted([a.to_json() for a in episode.actions])
+        for transition in rollout(env_class, episode.state, policy, len(policy.actions)):
+            yield env_class, LabelledCall(transition, "", False)
+
+
+def replay_log(path: Path) -> Iterator[tuple[type[Environment], Transition]]:
+    """Execute every logged episode of ``path``; yields ``(environment class, transition)`` pairs."""
+    for env_class, call in replay_calls(path):
+        yield env_class, call.transition
 
 
 AGENT_PROMPT = ("You are a user's assistant operating the tools of a {domain} system. Explore it and carry out "

@@ -11,17 +11,27 @@ from envsim.construction.errors import ConstructStopped, InvalidConstructOption
 
 
 def replayed_pool(options: ConstructOptions) -> list[dict[str, Any]]:
-    """Records of the replayed ``options.replay_log``; a training split refuses held-out and foreign environments
-    other than the user's own ``module:Class`` (whose tasks are the split: ``construction.own_env``)."""
-    from envsim.construction.labelling import deduplicate, to_record
+    """Records of every call of the replayed ``options.replay_log`` (a call repeating an earlier one on the same
+    state, same id, is recorded once); a training split refuses held-out and foreign environments other than the
+    user's own ``module:Class`` (whose tasks are the split: ``construction.own_env``)."""
+    from envsim.construction.cow_labelling import RecordMaker
+    from envsim.construction.labelling import deduplicate
     from envsim.construction.own_env import is_own_target
-    from envsim.construction.policies import ReplayError, replay_log as replay
+    from envsim.construction.policies import ReplayError, replay_calls
     from envsim.construction.splits import LeakError, assert_no_test_envs
+    from envsim.progress import progress as tqdm
 
     if options.replay_log is None:
         raise InvalidConstructOption("", "--policy replay needs --replay-log")
+    makers: dict[type, RecordMaker] = {}
+    labelled = []
     try:
-        records = list(deduplicate(to_record(t, cls, options.split) for cls, t in replay(options.replay_log)))
+        with tqdm(desc=f"replay ({options.split})", unit="call") as bar:
+            for env_class, call in replay_calls(options.replay_log):
+                maker = makers.setdefault(env_class, RecordMaker(env_class, options.split))
+                labelled.append(maker.record(call))
+                bar.update(1)
+        records = list(deduplicate(labelled))
         if options.split == "train":
             assert_no_test_envs((r["env"] for r in records), options.version)
             foreign = sorted({r["env"] for r in records if r.get("origin") and not is_own_target(r["env"])})
@@ -29,6 +39,9 @@ def replayed_pool(options: ConstructOptions) -> list[dict[str, Any]]:
                 raise LeakError(f"foreign environments are held out from training: {', '.join(foreign[:5])}")
     except (ReplayError, LeakError) as exc:
         raise ConstructStopped(str(exc)) from None
+    if len(records) < len(labelled):
+        options.echo_err(f"replay: {len(labelled)} logged calls, {len(records)} records "
+                         f"({len(labelled) - len(records)} repeat an earlier call on the same state: same id)")
     return records
 
 
@@ -80,9 +93,10 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
                        domains: dict[str, str]) -> ConstructSummary:
     """Label a pool with ``options.policy`` and write a stratified sample of it (or, with ``pool_size``, up to
     that many records spread over environments and domains) with its statistics."""
-    from envsim.construction.composition import CompositionError, load_spec, stratified_sample
+    from envsim.construction.composition import load_spec, sample_with_shortfalls
     from envsim.construction.pipeline import spread_sample
-    from envsim.construction.stats import record_stats, record_token_stats, stats_markdown
+    from envsim.construction.stats import (record_stats, record_token_stats, stats_markdown, tool_lines,
+                                           tool_outcomes)
     from envsim.construction.stored_states import has_large_state
     from envsim.evaluation.prompting.prompts import VIEW_PROMPT_VERSION, default_prompt_version
 
@@ -93,20 +107,35 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
     else:
         pool = explorer_pool(options, env_ids)
     pool = [r for r in pool if r["id"] not in excluded]
+    short: list[Any] = []
     if options.pool_size is not None:
         records = spread_sample(pool, options.pool_size, seed=options.seed, domains=domains)
+    elif options.policy == "replay" and options.spec == "default":
+        records = pool  # a replayed log is labelled whole: every logged call is a record
     else:
         try:
-            records = stratified_sample(pool, load_spec(options.spec), seed=options.seed)
-        except CompositionError as exc:
-            raise ConstructStopped(f"{exc}; try more --episodes/--steps") from None
+            spec = load_spec(options.spec)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InvalidConstructOption("--spec", f"cannot read {options.spec}: {exc}") from None
+        records, short = sample_with_shortfalls(pool, spec, seed=options.seed)
     stats: dict[str, Any] = record_stats(records, domains)
+    stats["tool_outcomes"] = tool_outcomes(pool)
     if has_large_state(records):  # a whole-state prompt of a production database fits no model: views
         stats["tokens"] = record_token_stats(records, prompt_mode="mdp-view", prompt_version=VIEW_PROMPT_VERSION)
     else:
         stats["tokens"] = record_token_stats(records, prompt_version=default_prompt_version(options.version))
     out = options.out
-    lines = (f"{len(records)} records from {stats['environments']} environments in {stats['domains']} domains "
-             f"(pool {len(pool)}) -> {out}", stratum_line(stats))
+    lines = [f"{len(records)} records from {stats['environments']} environments in {stats['domains']} domains "
+             f"(pool {len(pool)}) -> {out}", stratum_line(stats)]
+    for line in tool_lines(stats["tool_outcomes"]):
+        options.echo_err(line)
+    if short:  # labelled work is written whatever the spec asked; what is missing is said
+        hint = "log more calls" if options.policy == "replay" else "try more --episodes/--steps"
+        if not records:
+            raise ConstructStopped(f"nothing to write: {'; '.join(s.line() for s in short)}; {hint}")
+        stats["shortfall"] = [s.to_json() for s in short]
+        cap = f" (at most {spec.per_env_cap} per environment)" if spec.per_env_cap is not None else ""
+        options.echo_err(f"warning: wrote {len(records)} of the {spec.total} records the spec asks for{cap}; short: "
+                         + ", ".join(f"{s.cell} {s.got} of {s.needed}" for s in short) + f"; {hint}")
     return write_with_stats(records, out, stats, stats_markdown(f"{out.name}", stats), kind="records",
                             pool=len(pool), lines=lines, fmt=options.fmt)

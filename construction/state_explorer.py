@@ -204,21 +204,41 @@ class _Call:
             return self.mapping(param)
         return self.string(param)
 
+    def _taken(self, name: str) -> set[Any]:
+        """Values other parameters of the same kind (``param_stem``: ``source_ticket_id`` and ``target_ticket_id``)
+        already hold in this call: a call names different records with them unless the schema says they may be the
+        same (``may_repeat``)."""
+        param = self.params.get(name)
+        if param is not None and may_repeat(param.description):
+            return set()
+        stem = param_stem(name)[0]
+        taken: set[Any] = set()
+        for other, value in self.chosen.items():
+            if other != name and param_stem(other)[0] == stem:
+                taken.update(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str))
+        return taken
+
     def _candidates(self, name: str) -> tuple[list[Any], Collection | None]:
         """Values for an id-like parameter: from the focus first, else a matching collection's keys, else
-        values of same-named fields; the collection is returned when the values are its keys."""
+        values of same-named fields (values of the same kind this call already holds left out, ``_taken``); the
+        collection is returned when the values are its keys."""
         stem, _ = param_stem(name)
         field_names = (f"{stem}_id", singular(name), name)
         param = self.params.get(name)
+        taken = self._taken(name)
         focused = self._from_focus(stem, field_names, (param.description if param else "") + " " + self.words)
+        focused = [v for v in focused if v not in taken]
         if focused:
             return focused, None
         collections = sorted(self.index.named(stem), key=lambda c: len(c.path))
         if collections:
             top = [c for c in collections if len(c.path) == len(collections[0].path)]
             collection = self.rng.choice(top)
-            return list(collection.records), collection
-        values = [v for n in field_names for v in self.index.field_values.get(n, []) if isinstance(v, str)]
+            keys = [k for k in collection.records if k not in taken]
+            if keys:
+                return keys, collection
+        values = [v for n in field_names for v in self.index.field_values.get(n, []) if isinstance(v, str)
+                  and v not in taken]
         return values, None
 
     def _pick_key(self, keys: list[Any], collection: Collection | None) -> Any:
@@ -374,6 +394,15 @@ class _Call:
             if candidate not in self.index.key_home and candidate not in self.index.field_values.get("", []):
                 return candidate
         return text + "_0000"
+
+
+_MAY_REPEAT = re.compile(r"\b(?:may|can|could|might)\b[^.]{0,60}\b(?:same|equal|identical)\b|\bsame as\b")
+
+
+def may_repeat(description: str) -> bool:
+    """Whether a parameter's description allows the value of another parameter of its kind (``may be the same
+    ticket``, ``can equal the source``, ``same as``)."""
+    return bool(_MAY_REPEAT.search(description.lower()))
 
 
 def may_write(spec: ToolSpec) -> bool:

@@ -26,6 +26,52 @@ def record_stats(records: Iterable[dict[str, Any]], domains: dict[str, str] | No
     }
 
 
+def tool_outcomes(pool: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per environment and tool, over every labelled call (the pool, before sampling): calls, calls that
+    succeeded (outcome other than ``failure``) and the success rate. Tools a record's ``tools`` schemas list
+    that were never called count 0 calls."""
+    counts: dict[str, dict[str, list[int]]] = {}
+    for record in pool:
+        tools = counts.setdefault(record["env"], {})
+        for schema in record.get("tools") or []:
+            name = (schema.get("function", schema) if isinstance(schema, dict) else {}).get("name")
+            if isinstance(name, str):
+                tools.setdefault(name, [0, 0])
+        tally = tools.setdefault(record["tool"], [0, 0])
+        tally[0] += 1
+        tally[1] += record["outcome"] != "failure"
+    return {env: {tool: {"calls": c, "succeeded": ok, "success_rate": round(ok / c, 3) if c else None}
+                  for tool, (c, ok) in sorted(tools.items())} for env, tools in sorted(counts.items())}
+
+
+def tool_lines(outcomes: dict[str, dict[str, dict[str, Any]]], shown: int = 8, envs: int = 10) -> list[str]:
+    """Warnings naming the tools that never succeeded (never called, or every call failed), one line per
+    environment (``shown`` tools at most; ``envs`` environments at most, then a line counting the others)."""
+    lines: list[str] = []
+    for env, tools in outcomes.items():
+        never = [f"{tool} (" + ("never called" if t["calls"] == 0 else f"0 of {t['calls']} calls") + ")"
+                 for tool, t in tools.items() if t["succeeded"] == 0]
+        if never:
+            more = f", +{len(never) - shown} more" if len(never) > shown else ""
+            lines.append(f"warning: {env}: {len(never)} of {len(tools)} tools never succeeded: "
+                         f"{', '.join(never[:shown])}{more}")
+    if len(lines) > envs:
+        lines = lines[:envs] + [f"warning: and in {len(lines) - envs} more environments (tool outcomes in the "
+                                "stats files)"]
+    return lines
+
+
+def tools_markdown(outcomes: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """Per-tool success rates as Markdown (one table per environment)."""
+    lines = ["### Tool outcomes (every labelled call, before sampling)", ""]
+    for env, tools in outcomes.items():
+        lines += [f"`{env}`", "", "| tool | calls | succeeded | success rate |", "|---|---:|---:|---:|"]
+        lines += [f"| {tool} | {t['calls']} | {t['succeeded']} | "
+                  + ("–" if t["success_rate"] is None else f"{t['success_rate']:.0%}") + " |" for tool, t in tools.items()]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
 def view_stats(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """How construction's verification went (records with a ``view`` field, see ``envsim.envs.views.verify``):
     checked, verified, widened per widening and per tool, not verified."""
@@ -131,6 +177,7 @@ def stats_markdown(title: str, stats: dict[str, Any]) -> str:
         f"max {max(stats['by_env'].values(), default=0)}.", "",
         *([tokens_markdown(stats["tokens"])] if stats.get("tokens") else []),
         *([views_markdown(stats["views"])] if stats.get("views") else []),
+        *([tools_markdown(stats["tool_outcomes"])] if stats.get("tool_outcomes") else []),
     ])
 
 

@@ -2,12 +2,14 @@
 
 Every record carries its ``state`` and ``next_state``; for a production database (1–3 MB) that is
 two copies per record, so 1,000 records would take gigabytes. ``store_large_states`` rewrites the
-records of every environment whose state passes ``STORE_MIN_CHARS`` into the form the τ track uses
+records of every environment whose state passes ``STORE_MIN_CHARS`` (or, for an environment of one's own, whose
+records would weigh ``POOL_MIN_CHARS`` inline) into the form the τ track uses
 (``benchmark.state_store``): ``state_ref = {"base": <blob>, "patch": <ops from the base to the state>}``
 and ``tools_ref`` instead of ``state`` / ``next_state`` / ``tools``. A base is a whole state written once
 (its content hash names it); each record's state is the base closest to it plus a small patch
-(``state_patch``), a new base only when no stored one is close. Records of small-state environments
-(the built-ins, whose shipped files must stay byte-identical) are returned unchanged.
+(``state_patch``), a new base only when no stored one is close. Records of small-state environments are returned
+unchanged; the built-ins and the namespaced tracks are decided by the state length alone, as before, so their
+shipped files stay byte-identical.
 
 Readers resolve the refs on read (``state_store.resolve``; ``benchmark.load`` and ``envsim eval`` do it
 for ``<stem>_states`` beside the file); ``envsim export`` writes whole states again.
@@ -24,6 +26,13 @@ from envsim.delta import pointer
 #: A state whose JSON text is at least this long is stored once (1–3 MB databases); the largest built-in
 #: states (long-state tier: about 105,000 characters) stay inline, so shipped files are unchanged.
 STORE_MIN_CHARS = 262_144
+#: An environment of one's own (``pool_rule_applies``) also has its states stored once when its records would
+#: weigh at least this much inline (state and next state of each: ``2 x state length x records``) and its state
+#: is at least ``POOL_STATE_MIN_CHARS`` long: 60 records of a 160,000-character state would weigh 19 MB inline.
+POOL_MIN_CHARS = 1_048_576
+#: Below this a state stays inline whatever the pool weighs (a blob and patches would save little and every
+#: record could no longer be read alone).
+POOL_STATE_MIN_CHARS = 16_384
 #: A record's state gets its own base when its patch from every stored base is longer than this share of
 #: the state's text (an episode started from another initial state).
 NEW_BASE_SHARE = 0.125
@@ -41,7 +50,7 @@ def state_patch(base: Any, state: Any) -> list[dict[str, Any]]:
 
 
 def _diff(old: Any, new: Any, parts: list[Any], ops: list[dict[str, Any]]) -> None:
-    if type(old) is type(new) and old == new:
+    if old is new or (type(old) is type(new) and old == new):
         return
     if isinstance(old, dict) and isinstance(new, dict):
         for key in old:
@@ -49,7 +58,8 @@ def _diff(old: Any, new: Any, parts: list[Any], ops: list[dict[str, Any]]) -> No
                 ops.append({"op": "remove", "path": pointer([*parts, key])})
         for key, value in new.items():
             if key in old:
-                _diff(old[key], value, [*parts, key], ops)
+                if old[key] is not value:  # states of one episode share their unchanged records
+                    _diff(old[key], value, [*parts, key], ops)
             else:
                 ops.append({"op": "add", "path": pointer([*parts, key]), "value": value})
     elif isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
@@ -88,24 +98,55 @@ class _EnvBases:
         return {"base": ref, "patch": []}
 
 
-def store_large_states(records: Sequence[dict[str, Any]], folder: Path,
-                       min_chars: int = STORE_MIN_CHARS) -> list[dict[str, Any]]:
-    """``records`` with the states of large-state environments stored once under ``folder`` (see the module
-    docstring); records that already refer to blobs, episodes and small-state records pass unchanged.
-    The decision is per environment, from the first record's state."""
+def pool_rule_applies(env_id: str) -> bool:
+    """Whether the pool-weight rule (``POOL_MIN_CHARS``) decides for ``env_id``: every environment but the built-in
+    library's and the namespaced tracks' (``bfcl/``, ``tau/``), whose shipped files keep the per-state rule alone
+    and so stay byte-identical."""
+    if "/" in env_id:
+        return False
+    if ":" in env_id:  # module:Class, the user's own
+        return True
+    from envsim.envs.registry import registry
+
+    entry = registry().get(env_id)
+    return not (entry is not None and entry.builtin)
+
+
+def stored_sizes(records: Sequence[dict[str, Any]], min_chars: int = STORE_MIN_CHARS,
+                 pool_min_chars: int = POOL_MIN_CHARS) -> dict[str, int]:
+    """The environments of ``records`` whose states are stored once, with their first record's state length: a
+    state of ``min_chars`` or more, or (``pool_rule_applies``) one of ``POOL_STATE_MIN_CHARS`` or more whose
+    records would weigh ``pool_min_chars`` or more inline."""
+    from envsim.benchmark.state_store import has_refs
+
+    first: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for record in records:
+        if has_refs(record) or not isinstance(record.get("state"), dict) or "next_state" not in record:
+            continue
+        env = str(record.get("env"))
+        counts[env] = counts.get(env, 0) + 1
+        if env not in first:
+            first[env] = state_chars(record["state"])
+    return {env: size for env, size in first.items()
+            if size >= min_chars or (size >= POOL_STATE_MIN_CHARS and 2 * size * counts[env] >= pool_min_chars
+                                     and pool_rule_applies(env))}
+
+
+def store_large_states(records: Sequence[dict[str, Any]], folder: Path, min_chars: int = STORE_MIN_CHARS,
+                       pool_min_chars: int = POOL_MIN_CHARS) -> list[dict[str, Any]]:
+    """``records`` with the states of the environments ``stored_sizes`` names stored once under ``folder`` (see
+    the module docstring); records that already refer to blobs, episodes and other records pass unchanged.
+    The decision is per environment."""
     from envsim.benchmark.state_store import has_refs, write_blob
 
-    large: dict[str, _EnvBases | None] = {}
+    large = {env: _EnvBases(folder, size) for env, size in stored_sizes(records, min_chars, pool_min_chars).items()}
     out: list[dict[str, Any]] = []
     for record in records:
         if has_refs(record) or not isinstance(record.get("state"), dict) or "next_state" not in record:
             out.append(record)
             continue
-        env = str(record.get("env"))
-        if env not in large:
-            size = state_chars(record["state"])
-            large[env] = _EnvBases(folder, size) if size >= min_chars else None
-        bases = large[env]
+        bases = large.get(str(record.get("env")))
         if bases is None:
             out.append(record)
             continue

@@ -185,5 +185,11 @@ def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1"
              "by_stratum": {s: sum(r["stratum"] == s for r in records)
                             for s in ("failure", "no_change", "simple", "medium", "difficult", "extreme")},
              "tokens": tokens}
+    from envsim.training.shortfall import shortfall_report
+
+    report = shortfall_report(sum(int(c["n"]) for c in recipe["cells"]), len(records), over_cutoff=len(dropped),
+                              cutoff=cutoff)
+    if report:
+        stats["shortfall"] = report
     write_json(out_dir / "stats.json", stats)
     return stats

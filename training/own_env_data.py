@@ -5,7 +5,7 @@ split's; calls on the shared initial states split by identity; ``exclude`` drops
 files exactly), sampled with the recipe's cells (one environment: the recipe's per-environment cap does not
 apply, and a cell the environment cannot fill is filled as far as it goes, counted in ``stats.json``).
 States of ``VIEW_MIN_CHARS`` or more are prompted with state views (``mdp-view``, prompt version 3);
-large ones (``construction.stored_states.STORE_MIN_CHARS``) are also stored once under
+large ones (``construction.stored_states.stored_sizes``) are also stored once under
 ``<name>.records_states/`` beside the records file.
 """
 
@@ -30,29 +30,32 @@ def build_own_env_data(env_ids: Sequence[str], recipe: dict[str, Any], out_dir: 
     Raises ``ValueError`` for an id that is not a ``module:Class`` target, an unusable prompt version, or
     an empty sample."""
     from envsim.construction.api import excluded_ids
-    from envsim.construction.composition import Spec, stratified_sample
+    from envsim.construction.composition import Spec, sample_with_shortfalls
     from envsim.construction.own_env import is_own_target, own_env_records
-    from envsim.construction.stored_states import has_large_state
+    from envsim.construction.stored_states import has_large_state, stored_sizes
     from envsim.envs.trust import trust_target
     from envsim.evaluation.prompting.prompts import LATEST_PROMPT_VERSION, VIEW_PROMPT_VERSION, check_version
     from envsim.training.data import write_sft_dataset
+    from envsim.training.shortfall import shortfall_report
 
     rollout = recipe.get("rollout", {})
     seed, episodes, steps = rollout.get("seed", 11), rollout.get("episodes", 8), rollout.get("steps", 40)
     pool: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
     for env_id in env_ids:
         if not is_own_target(env_id):
             raise ValueError(f"--env {env_id}: train data --env takes your own class as module:Class "
                              "(BFCL, τ-bench and plugin environments are held out from training)")
         trust_target(env_id)
-        pool += own_env_records(env_id, seed, episodes, steps, "train", workers=workers)
+        pool += own_env_records(env_id, seed, episodes, steps, "train", workers=workers, counts=counts)
     held_out = excluded_ids(list(exclude))
+    before = len(pool)
     pool = [r for r in pool if r["id"] not in held_out]
+    counts["in_exclude_files"] = before - len(pool)
     spec = Spec.from_json({"name": recipe.get("name", "own-env"), "per_env_cap": None, "cells": recipe["cells"]})
-    records = stratified_sample(pool, spec, seed=seed, strict=False)
+    records, short = sample_with_shortfalls(pool, spec, seed=seed)
     if not records:
         raise ValueError(f"no training samples: the pool of {len(pool)} records fills none of the recipe's cells")
-    large = has_large_state(records)
     if has_large_state(records, VIEW_MIN_CHARS):
         version = check_version(prompt_version or VIEW_PROMPT_VERSION)
         if int(version) < int(VIEW_PROMPT_VERSION):
@@ -69,6 +72,7 @@ def build_own_env_data(env_ids: Sequence[str], recipe: dict[str, Any], out_dir: 
     if not kept:
         raise ValueError(f"all {len(records)} samples exceed the SFT cutoff of {cutoff:,} tokens "
                          f"(prompt mode {mode}); raise --cutoff")
+    large = bool(stored_sizes(kept))
     asked = sum(int(c["n"]) for c in recipe["cells"])
     stats = {"name": name, "envs": list(env_ids), "samples": len(kept), "asked": asked,
              "environments": len({r["env"] for r in kept}), "pool": len(pool), "excluded_test_ids": len(held_out),
@@ -76,5 +80,9 @@ def build_own_env_data(env_ids: Sequence[str], recipe: dict[str, Any], out_dir: 
              "prompt_mode": mode, "prompt_version": version, "states_stored_once": large, "rationales": False,
              "cutoff": cutoff, "dropped_over_cutoff": len(dropped),
              "by_stratum": {s: sum(r["stratum"] == s for r in kept) for s in STRATA}, "tokens": tokens}
+    report = shortfall_report(asked, len(kept), cells=short, over_cutoff=len(dropped), cutoff=cutoff,
+                              pool={"pool_records": len(pool), **counts})
+    if report:
+        stats["shortfall"] = report
     write_json(out_dir / "stats.json", stats)
     return stats

@@ -17,7 +17,9 @@ from envsim.progress import progress_option
               help="test/dev sample the held-out environments; train uses every other environment.")
 @click.option("--version", "version", default="v1", show_default=True, help="Benchmark version (held-out list).")
 @click.option("--spec", default="default", show_default=True,
-              help="Composition spec: 'default' (the 400-sample table) or a JSON file; ignored with --pool.")
+              help="Composition spec: 'default' (the 400-sample table) or a JSON file; ignored with --pool. A pool "
+                   "that cannot fill it is written as far as it goes, with what is missing said. With --policy replay "
+                   "the default writes every logged call.")
 @click.option("--pool", "pool_size", type=int, default=None,
               help="Write up to N labelled records (no stratification), e.g. a training pool.")
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -51,7 +53,8 @@ from envsim.progress import progress_option
               help="explorer: seeded schema/state-aware calls; replay: label --replay-log; llm: an agent model "
                    "at --agent-base-url acts in the real environments.")
 @click.option("--replay-log", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="JSONL of {env, state, actions} to label (with --policy replay).")
+              help="JSONL of {env, state (or seed), actions} to label (with --policy replay): every call, each on "
+                   "the state the previous one left; the file is checked whole first.")
 @click.option("--agent-model", default=None, help="Agent model name (with --policy llm).")
 @click.option("--agent-base-url", default=None, help="OpenAI-compatible endpoint of the agent model.")
 @progress_option

@@ -72,6 +72,8 @@ def data_cmd(recipe: str, out: Path, rationales: bool, workers: int, version: st
     except TrainDataStopped as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(data.stats, indent=2))
+    if data.stats.get("shortfall"):  # fewer samples than asked: said, with the count of each reason
+        click.echo(f"warning: {data.stats['shortfall']['message']}", err=True)
 
 
 @train.command("tiny-model")

@@ -147,6 +147,8 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
                         horizon=options.horizon if rollout else 0, episodes=options.episodes if rollout else 0,
                         rollout_version=ROLLOUT_VERSION if rollout else None)
     run_dir = options.run_dir or default_run_dir(options, bench_name, prompt_version)
+    if not rollout:  # before anything is sent: a full-state run of large prompts where views exist is told so
+        _warn_large_prompts(records, options, prompt_version, token_counter)
     provider = provider_for(options, urls)
     if options.preflight and not preflight_done:  # before the run directory is created or touched
         run_preflight(options, urls, provider)
@@ -192,6 +194,18 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
             options.echo_err(line)
     return EvalSummary.from_summary(report, run_dir, options.min_scored.required, model=options.model,
                                     benchmark=options.benchmark)
+
+
+def _warn_large_prompts(records: Any, options: EvalOptions, prompt_version: str, token_counter: Any) -> None:
+    """``evaluation.prompting.prompt_size.large_prompt_warning`` on ``echo_err`` (a failure to count is no reason to stop)."""
+    from envsim.evaluation.prompting.prompt_size import large_prompt_warning
+
+    try:
+        line = large_prompt_warning(records, options.prompt_mode, prompt_version, token_counter)
+    except Exception:  # noqa: BLE001 - a diagnostic: a record that cannot be prompted is reported per sample
+        return
+    if line:
+        options.echo_err(line)
 
 
 def _explicit_tokenizer(options: EvalOptions) -> Any:

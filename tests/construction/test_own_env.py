@@ -63,3 +63,20 @@ def test_train_data_env_takes_module_class_targets_only(tmp_path):
     result = CliRunner().invoke(main, ["construct", "--split", "train", "--env", "bfcl/GorillaFileSystem",
                                        "--out", str(tmp_path / "b.jsonl")])
     assert result.exit_code != 0 and not (tmp_path / "b.jsonl").exists()
+
+
+def test_train_data_of_ones_own_class_says_why_it_wrote_fewer_samples_than_asked(tmp_path):
+    out = tmp_path / "sft"
+    result = CliRunner().invoke(main, ["train", "data", "--env", SMALL_SHOP, "--recipe", "smoke", "--out", str(out),
+                                       "--cutoff", "2200", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    stats = json.loads((out / "stats.json").read_text())
+    short = stats["shortfall"]
+    assert stats["asked"] == short["asked"] == 64 and short["written"] == stats["samples"] < 64
+    reasons = short["reasons"]
+    assert reasons["cells_unfilled"] > 0 and reasons["over_cutoff"] == stats["dropped_over_cutoff"] > 0
+    assert reasons["cells_unfilled"] + reasons["over_cutoff"] == 64 - stats["samples"]      # every one accounted for
+    assert sum(c["missing"] for c in short["cells"]) == reasons["cells_unfilled"]
+    assert short["pool"]["labelled_calls"] == 20 and short["pool"]["pool_records"] == stats["pool"]
+    assert f"warning: wrote {stats['samples']} of the 64 samples the recipe asks for: " in result.stderr
+    assert "over the cutoff of 2,200 tokens" in result.stderr and "failure: " in result.stderr

@@ -103,3 +103,49 @@ def test_export_writes_whole_states_to_the_original_layout_and_copies_blobs_for_
     result = CliRunner().invoke(main, ["export", "--benchmark", str(out), "--format", "envsim", "--out", str(copy)])
     assert result.exit_code == 0, result.output
     assert [r["next_state"] for r in load(str(copy))] == [r["next_state"] for r in records]
+
+
+def _mid_pool(env: str, records: int = 60) -> list[dict]:
+    """``records`` one-call records of an episode on a ~160,000-character state (orders changing one by one)."""
+    state = {"orders": {f"#{i}": {"status": "pending", "note": f"order {i} " + "x" * 300} for i in range(480)}}
+    states = [state]
+    for step in range(records):
+        state = {"orders": dict(state["orders"])}
+        state["orders"][f"#{step}"] = dict(state["orders"][f"#{step}"], status="delivered")
+        states.append(state)
+    return _records(env, states, [{"type": "function", "function": {"name": "t"}}])
+
+
+def test_an_own_environments_pool_is_stored_once_when_inline_it_would_weigh_a_megabyte(tmp_path):
+    from envsim.construction.stored_states import POOL_STATE_MIN_CHARS, state_chars
+
+    pool = _mid_pool("mine.shop:Desk")
+    assert 150_000 < state_chars(pool[0]["state"]) < 262_144       # under the per-state threshold
+    out = tmp_path / "pool.jsonl"
+    rows = store_large_states(pool, state_folder(out))
+    assert all(has_refs(r) for r in rows)
+    from envsim.construction.pipeline import write_jsonl
+
+    write_jsonl(rows, out)
+    written = out.stat().st_size + sum(p.stat().st_size for p in state_folder(out).iterdir())
+    inline = sum(len(json.dumps(r)) for r in pool)
+    assert written <= 2_000_000 < inline                            # 60 records of a 160k state: under 2 MB
+    for row, original in zip(rows, pool):
+        assert resolve(json.loads(json.dumps(row)), state_folder(out))["next_state"] == original["next_state"]
+    # a pool that would weigh little inline, or states too small to be worth a blob, stay inline
+    few = _mid_pool("mine.shop:Desk", records=2)
+    assert store_large_states(few, tmp_path / "few") == few
+    small = _records("mine.tiny:Desk", _episode(150, 60), [])
+    assert state_chars(small[0]["state"]) < POOL_STATE_MIN_CHARS                  # 11,500 characters
+    assert sum(len(json.dumps(r["state"])) * 2 for r in small) > 1_048_576        # a heavy pool all the same
+    assert store_large_states(small, tmp_path / "s") == small
+
+
+def test_built_in_and_track_records_keep_the_per_state_rule_so_shipped_files_stay_byte_identical(tmp_path):
+    from envsim.construction.stored_states import pool_rule_applies
+
+    assert not pool_rule_applies("online_store-v1") and not pool_rule_applies("bfcl/GorillaFileSystem")
+    assert pool_rule_applies("mine.shop:Desk") and pool_rule_applies("my_plugin-v1")
+    for env in ("online_store-v1", "tau/retail"):
+        pool = _mid_pool(env)
+        assert store_large_states(pool, tmp_path / env.replace("/", "_")) == pool     # inline, as before

@@ -197,7 +197,7 @@ def test_samples_over_the_cutoff_are_dropped_and_counted_never_truncated(tmp_pat
     envs = _train_envs()
     monkeypatch.setattr(data, "training_envs", lambda *args, **kwargs: envs)   # the CLI rolls out 4 envs only
     full = build_sft_data(TINY, tmp_path / "all", env_ids=envs)
-    assert full["dropped_over_cutoff"] == 0 and full["cutoff"] == 8192 and full["samples"] == 20
+    assert "shortfall" not in full and full["dropped_over_cutoff"] == 0 and full["cutoff"] == 8192 and full["samples"] == 20
     sizes = sorted(chat_tokens(json.loads(l)["messages"])
                    for l in (tmp_path / "all" / "tiny.jsonl").read_text().splitlines())
     assert full["tokens"]["full_chat"]["max"] == sizes[-1] and full["tokens"]["tokenizer"] == "qwen-bpe"
@@ -210,6 +210,9 @@ def test_samples_over_the_cutoff_are_dropped_and_counted_never_truncated(tmp_pat
     assert result.exit_code == 0, result.output
     stats = json.loads((out / "stats.json").read_text())
     assert stats["dropped_over_cutoff"] == over and stats["samples"] == 20 - over
+    assert stats["shortfall"]["reasons"] == {"cells_unfilled": 0, "over_cutoff": over}     # why fewer than asked
+    assert f"warning: wrote {20 - over} of the 20 samples the recipe asks for: {over} sampled but over the " \
+        f"cutoff of {cutoff:,} tokens" in result.stderr
     assert sum(stats["by_stratum"].values()) == 20 - over and stats["tokens"]["full_chat_before_cutoff"]["n"] == 20
     rows = [json.loads(l) for l in (out / "tiny.jsonl").read_text().splitlines()]
     records = [json.loads(l) for l in (out / "tiny.records.jsonl").read_text().splitlines()]
