@@ -21,6 +21,8 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from envsim.envs.shown_refs import dotted_name as _dotted
+
 #: Module prefixes whose functions are never shown as a tool's code (the runner, not the environment).
 RUNNER_MODULES = ("envsim.",)
 
@@ -110,18 +112,6 @@ def function_node(fn: Callable[..., Any]) -> ast.FunctionDef | ast.AsyncFunction
     except (OSError, TypeError, SyntaxError, IndexError):
         return None
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
-
-
-def _dotted(node: ast.expr) -> list[str] | None:
-    """``a.b.c`` as ``["a", "b", "c"]`` when the chain starts at a bare name, else ``None``."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return parts[::-1]
 
 
 def called_chains(node: ast.AST) -> Iterator[list[str]]:
