@@ -68,7 +68,7 @@ def test_train_data_env_takes_module_class_targets_only(tmp_path):
 def test_train_data_of_ones_own_class_says_why_it_wrote_fewer_samples_than_asked(tmp_path):
     out = tmp_path / "sft"
     result = CliRunner().invoke(main, ["train", "data", "--env", SMALL_SHOP, "--recipe", "smoke", "--out", str(out),
-                                       "--cutoff", "2200", "--no-progress"])
+                                       "--cutoff", "3200", "--no-progress"])
     assert result.exit_code == 0, result.output
     stats = json.loads((out / "stats.json").read_text())
     short = stats["shortfall"]
@@ -79,4 +79,4 @@ def test_train_data_of_ones_own_class_says_why_it_wrote_fewer_samples_than_asked
     assert sum(c["missing"] for c in short["cells"]) == reasons["cells_unfilled"]
     assert short["pool"]["labelled_calls"] == 20 and short["pool"]["pool_records"] == stats["pool"]
     assert f"warning: wrote {stats['samples']} of the 64 samples the recipe asks for: " in result.stderr
-    assert "over the cutoff of 2,200 tokens" in result.stderr and "failure: " in result.stderr
+    assert "over the cutoff of 3,200 tokens" in result.stderr and "failure: " in result.stderr
