@@ -45,6 +45,15 @@ def _sleeper(uid: int | None = None) -> subprocess.Popen:
     if uid is not None:
         command = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *command]
     proc = subprocess.Popen(command)
+    deadline = time.monotonic() + 10  # setpriv switches ids after the fork: wait for it, not a fixed 50 ms
+    while uid is not None and time.monotonic() < deadline and proc.poll() is None:
+        try:
+            status = open(f"/proc/{proc.pid}/status").read()
+        except OSError:
+            break
+        if any(line.startswith("Uid:") and str(uid) in line.split() for line in status.splitlines()):
+            break
+        time.sleep(0.01)
     time.sleep(0.05)
     return proc
 
