@@ -88,7 +88,13 @@ def code_scopes(env_class: type, code: str) -> list[Mapping[str, Any]]:
 
 
 def released_code(env_class: type, code: str) -> str:
-    """``code`` headed by the standard-library imports it uses and does not bind."""
+    """``code`` headed by the standard-library imports it uses and does not bind; a BFCL tool's code also
+    followed by how its class's JSON state maps to the object it runs on (``envs.adapters.bfcl_shown``)."""
+    from envsim.envs.adapters.bfcl import is_bfcl
+    from envsim.envs.adapters.bfcl_shown import with_state_mapping
+
+    if is_bfcl(env_class):
+        code = with_state_mapping(env_class, code)
     return with_imports(code, code_scopes(env_class, code))
 
 

@@ -16,6 +16,9 @@ How the shown code becomes a module (the conventions a Python reader of the prom
   ``# The call runs Class.tool on an object whose public attributes are the state.``) runs as shown; that class,
   made without ``__init__``, gets the state's keys as attributes (code importing pydantic gets it in the sandbox);
   a dict the view's notes say the call counts gets stand-ins up to that number (``executor_stand_ins``);
+* methods-shaped code that also defines ``state_from_json(self, state)`` and ``state_to_json(self)`` (BFCL's
+  classes in v2.1: ``envs.adapters.bfcl_shown``) says how the JSON state maps to the object: the tool runs on an
+  object set up by the first, and the second gives the next state;
 * ``full-class``: the class that defines the called tool is used as it is;
 * names the system prompt uses or that any Python reader knows are provided: ``ToolError`` (the prompt's
   rule: ``raise ToolError(msg)`` answers ``{"success": false, "error": msg}``), the ``@tool`` marker, empty
@@ -38,6 +41,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from envsim.envs.adapters.bfcl_shown import DUMP_METHOD, LOAD_METHOD
 from envsim.envs.sandbox import Limits
 from envsim.evaluation.endpoints.providers import Generation
 from envsim.evaluation.prompting.shown_prompt import PromptUnreadable, ShownPrompt, read_prompt
@@ -106,6 +110,29 @@ def _envsim_invoke_method(tool_class, name):
     call.__signature__ = signature.replace(parameters=[
         _envsim_inspect.Parameter("self", _envsim_inspect.Parameter.POSITIONAL_OR_KEYWORD), *params])
     call.__annotations__ = {k: v for k, v in getattr(invoke, "__annotations__", {}).items() if k != first.name}
+    return call
+'''
+
+#: Appended to a methods-shaped module whose code defines ``state_from_json(self, state)`` and
+#: ``state_to_json(self)`` (BFCL's mapping, ``envs.adapters.bfcl_shown``): the object holding the state's keys
+#: sets up the object the tool runs on, and takes the state it gives back after the call.
+_STATE_MAPPED = '''
+def _envsim_state_mapped(method):
+    @functools.wraps(method)
+    def call(self, **kwargs):
+        state = {key: value for key, value in vars(self).items() if not key.startswith("_")}
+        mapped = type(self).__new__(type(self))
+        mapped.state_from_json(state)
+        try:
+            return method(mapped, **kwargs)
+        except ToolError as exc:
+            return {"success": False, "error": str(exc)}
+        finally:
+            next_state = mapped.state_to_json()
+            for key in [key for key in vars(self) if not key.startswith("_")]:
+                delattr(self, key)
+            for key, value in next_state.items():
+                setattr(self, key, value)
     return call
 '''
 
@@ -216,8 +243,11 @@ def build_module(code: str, tool_name: str) -> ShownModule:
     rest = "\n\n".join(_segment(lines, n) for n in body if id(n) not in method_ids)
     if any(m.name == tool_name for m in methods):
         members = "\n\n".join(textwrap.indent(_segment(lines, m), "    ") for m in methods)
+        wrap = "_envsim_catch_tool_error"
+        if {LOAD_METHOD, DUMP_METHOD} <= {m.name for m in methods}:  # the code says how the state maps to it
+            rest, wrap = f"{rest}\n\n{_STATE_MAPPED}", "_envsim_state_mapped"
         source = (f"{PRELUDE}\n\n{rest}\n\n\nclass {CLASS_NAME}(Environment):\n{members}\n\n\n"
-                  f"{CLASS_NAME}.{tool_name} = _envsim_catch_tool_error({CLASS_NAME}.__dict__[{tool_name!r}])\n")
+                  f"{CLASS_NAME}.{tool_name} = {wrap}({CLASS_NAME}.__dict__[{tool_name!r}])\n")
         return ShownModule(source, CLASS_NAME, "methods", calls)
     holder = next((c for c in classes if _defines(c, tool_name)), None)
     if holder is not None:

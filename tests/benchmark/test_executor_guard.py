@@ -65,8 +65,7 @@ def test_every_executor_miss_is_listed_on_the_data_card(version: str, track: str
 
 #: Point-release tracks still below the executor floor, each with its reason (issue 44). Anything else on a
 #: point release must reach it.
-BELOW_FLOOR = {("v2.1", "bfcl"): "BFCL's classes keep object state the prompt shows in the adapter's JSON form "
-                                 "(41 listed misses, bfcl-object-state); not fixed by v2.1"}
+BELOW_FLOOR: dict[tuple[str, str], str] = {}
 FLOOR = 0.995
 
 

@@ -15,6 +15,8 @@ from click.testing import CliRunner
 from envsim.benchmark import BENCHMARK_DIR, benchmark_path, load
 from envsim.cli.main import main
 from envsim.construction.point_release import ReleaseError, derive_release, release_line, released_lines
+from envsim.envs.adapters.bfcl_shown import DUMP_METHOD, LOAD_METHOD
+from envsim.envs.adapters.bfcl_shown import HEADER as MAPPING_HEADER
 from envsim.evaluation.prompting.prompts import default_prompt_version
 from envsim.evaluation.running.tiers import benchmark_tiers
 
@@ -50,13 +52,20 @@ def test_a_release_holds_the_base_samples_with_import_lines_added_to_their_code(
     base_lines = (BENCHMARK_DIR / RELEASES[release] / name).read_text(encoding="utf-8").splitlines()
     new_lines = (BENCHMARK_DIR / release / name).read_text(encoding="utf-8").splitlines()
     assert len(new_lines) == len(base_lines)
-    added = 0
+    added = mappings = 0
     for old_line, new_line in zip(base_lines, new_lines):
         old, new = json.loads(old_line), json.loads(new_line)
         assert _without_code(new) == _without_code(old)
         for old_code, new_code in zip(_codes(old), _codes(new)):
             if new_code == old_code:
                 continue
+            new_code, mapped, mapping = new_code.partition("\n\n\n" + MAPPING_HEADER)
+            if mapped:  # BFCL: how the JSON state maps to the object, after the code (tests/envs/test_bfcl_shown.py)
+                assert old["env"].startswith("bfcl/") and LOAD_METHOD in mapping and DUMP_METHOD in mapping
+                mappings += 1
+                old_code = old_code.rstrip("\n")  # the mapping follows the code after two blank lines
+                if new_code == old_code:
+                    continue
             head, _, rest = new_code.partition("\n\n")
             assert rest == old_code
             imports = head.splitlines()
@@ -64,6 +73,7 @@ def test_a_release_holds_the_base_samples_with_import_lines_added_to_their_code(
             assert all(line.split()[1].split(".")[0] in sys.stdlib_module_names for line in imports)
             added += 1
     assert added, f"{release}/{name}: no code needed an import"
+    assert bool(mappings) == ((release, name) == ("v2.1", "bfcl.jsonl"))
 
 
 @pytest.mark.parametrize("release,name", SPLITS, ids=[f"{r}-{n}" for r, n in SPLITS])
