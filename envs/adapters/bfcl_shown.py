@@ -26,6 +26,7 @@ adapter give the same object state and the same next state.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import random
 import re
@@ -88,11 +89,11 @@ def _names_to(node, target, names):
 '''
 
 _CLOCK = '''class datetime(datetime):
-    """Every call runs at BFCL's CURRENT_TIME, 2024-09-01 10:30 (EnvSim's adapter freezes the clock)."""
+    """Every call runs at BFCL's CURRENT_TIME, {at:%Y-%m-%d %H:%M} (EnvSim's adapter freezes the clock)."""
 
     @classmethod
     def now(cls, tz=None):
-        return cls(2024, 9, 1, 10, 30, tzinfo=tz)
+        return cls({at.year}, {at.month}, {at.day}, {at.hour}, {at.minute}, tzinfo=tz)
 
     @classmethod
     def today(cls):
@@ -109,6 +110,7 @@ def _seed_line(class_name: str) -> str:
             f'        state, sort_keys=True, separators=(",", ":"), ensure_ascii=False)).encode()).hexdigest()[:16], 16))')
 
 
+@functools.lru_cache(maxsize=None)
 def _loaded(env_class: type) -> Any:
     """The foreign instance the adapter builds from the class's first initial state."""
     env = env_class.from_state(env_class.sample_state(0))
@@ -194,22 +196,23 @@ def state_mapping_code(env_class: type, code: str) -> str:
              f"# The state is not {name}'s public attributes as they are: the call runs on an object set up by "
              f"{LOAD_METHOD}(state),",
              f"# then calls the tool; the next state is {DUMP_METHOD}() of that object (also when the tool raises)."]
-    imports = {"import hashlib", "import json", "import random"}
+    imports: set[str] = set()  # File's own `datetime` comes with the code's import lines (released_code)
     if isinstance(env_class._state_codec(), FileSystemCodec):
         module = sys.modules[_foreign(env_class).__module__]
         body = [inspect.getsource(getattr(module, cls)).rstrip() for cls in ("File", "Directory")
                 if f"class {cls}" not in code]
         body.append(_FILE_SYSTEM_LOAD.rstrip())
-        imports.clear()  # File's own `datetime` comes with the code's import lines (point_release.released_code)
     else:
         load, dump, seeded = _attribute_lines(env_class, code)
         body = ["\n".join(load), "\n".join(dump)]
-        if not seeded:
-            imports -= {"import hashlib", "import json", "import random"}
+        if seeded:
+            imports |= {"import hashlib", "import json", "import random"}
         if any("re.fullmatch" in line for line in load):
             imports.add("import re")
     if _clock_frozen(env_class, code):
-        body.append(_CLOCK.rstrip())
+        from envsim.envs.adapters.bfcl import FROZEN_NOW
+
+        body.append(_CLOCK.format(at=FROZEN_NOW).rstrip())
     lines = [*parts, *sorted(imports)] if imports else parts
     return "\n".join(lines) + "\n\n\n" + "\n\n\n".join(body) + "\n"
 
