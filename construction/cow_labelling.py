@@ -113,6 +113,10 @@ class _Texts:
         self.keys: dict[str, dict[str, str]] = {}          # name -> {key: the key's JSON text}
         self.joined: dict[str, str] = {}
         self.joined_bytes: dict[str, bytes] = {}
+        # sha256 after ``head`` and each leading top-level value: (name, its bytes, the digest so far); a call that
+        # changes one value hashes again from that value on
+        self._head = b""
+        self._chain: list[tuple[str, bytes, Any]] = []
         for name, value in (state or {}).items():
             self.set_value(name, value)
 
@@ -122,6 +126,7 @@ class _Texts:
         clone.parts = {k: dict(v) if isinstance(v, dict) else v for k, v in self.parts.items()}
         clone.keys = {k: dict(v) for k, v in self.keys.items()}
         clone.joined, clone.joined_bytes = dict(self.joined), dict(self.joined_bytes)
+        clone._head, clone._chain = self._head, list(self._chain)  # digests are copied before any update
         return clone
 
     def set_value(self, name: str, value: Any) -> None:
@@ -183,19 +188,30 @@ class _Texts:
             self.joined_bytes[name] = found
         return found
 
-    def hash_into(self, digest: Any) -> None:
-        """Feed ``canonical_json(state)`` encoded as UTF-8 to ``digest`` (a ``hashlib`` object) piece by piece."""
-        digest.update(b"{")
-        for index, name in enumerate(sorted(self.parts)):
+    def digest(self, head: bytes) -> Any:
+        """A ``hashlib.sha256`` fed ``head`` then ``canonical_json(state)`` encoded as UTF-8, piece by piece; the
+        digests of the leading values unchanged since the last call are reused."""
+        names = sorted(self.parts)
+        chain = self._chain if self._head == head else []
+        kept = 0
+        while kept < len(chain) and kept < len(names) and chain[kept][0] == names[kept] and \
+                chain[kept][1] is self.encoded(names[kept]):
+            kept += 1
+        del chain[kept:]
+        digest = chain[-1][2].copy() if chain else hashlib.sha256(head + b"{")
+        for index in range(kept, len(names)):
+            name, encoded = names[index], self.encoded(names[index])
             digest.update((("," if index else "") + _dumps(name) + ":").encode("utf-8", "surrogatepass"))
-            digest.update(self.encoded(name))
+            digest.update(encoded)
+            chain.append((name, encoded, digest.copy()))
+        self._head, self._chain = head, chain
         digest.update(b"}")
+        return digest
 
 
 def record_id(env_id: str, texts: _Texts, action: Mapping[str, Any]) -> str:
     """``labelling.sample_id(env_id, state, action)`` from the state's kept canonical texts."""
-    digest = hashlib.sha256(f"[{_dumps(env_id)},".encode("utf-8", "surrogatepass"))
-    texts.hash_into(digest)
+    digest = texts.digest(f"[{_dumps(env_id)},".encode("utf-8", "surrogatepass"))
     digest.update(f",{canonical_json(action)}]".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()[:20]
 

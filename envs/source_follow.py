@@ -14,6 +14,7 @@ denies the tool it ran.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import sys
 import sysconfig
@@ -34,13 +35,27 @@ class ToolSourceNotFound(LookupError):
 
 def has_source(fn: Any) -> bool:
     """Whether ``inspect.getsource`` can read ``fn`` (a Python function defined in a file)."""
-    if not inspect.isfunction(fn):
-        return False
+    return inspect.isfunction(fn) and source_of(fn) is not None
+
+
+def source_of(fn: Any) -> str | None:
+    """``inspect.getsource(fn)``, or ``None`` where it cannot be read; kept per object (reading a function's source
+    tokenizes its file from the function on: following one class's tools asks for the same functions thousands
+    of times)."""
     try:
-        inspect.getsource(fn)
+        return _kept_source(fn)
+    except TypeError:  # not hashable: read, not kept
+        return _read_source(fn)
+
+
+def _read_source(fn: Any) -> str | None:
+    try:
+        return inspect.getsource(fn)
     except (OSError, TypeError):
-        return False
-    return True
+        return None
+
+
+_kept_source = functools.lru_cache(maxsize=16384)(_read_source)
 
 
 def unwrap_chain(fn: Callable[..., Any]) -> list[Callable[..., Any]]:
@@ -107,9 +122,10 @@ def class_function(klass: type | None, name: str) -> Callable[..., Any] | None:
 
 def function_node(fn: Callable[..., Any]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The syntax tree of ``fn``'s own source (decorators included), or ``None``."""
+    source = source_of(fn)
     try:
-        node = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
-    except (OSError, TypeError, SyntaxError, IndexError):
+        node = ast.parse(textwrap.dedent(source)).body[0] if source is not None else None
+    except (SyntaxError, IndexError):
         return None
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
@@ -126,9 +142,15 @@ def called_chains(node: ast.AST) -> Iterator[list[str]]:
 
 def attribute_classes(klass: type | None) -> dict[str, type]:
     """``self.<attr>`` -> class, for attributes a method of ``klass`` sets to ``SomeClass(...)`` (delegation
-    targets such as ``self.toolkit = ShopToolkit(db)``); classes are resolved in the method's module."""
+    targets such as ``self.toolkit = ShopToolkit(db)``); classes are resolved in the method's module. Found once
+    per class (a copy is returned)."""
     if klass is None:
         return {}
+    return dict(_attribute_classes(klass))
+
+
+@functools.lru_cache(maxsize=1024)
+def _attribute_classes(klass: type) -> dict[str, type]:
     found: dict[str, type] = {}
     for base in reversed(klass.__mro__):
         if base is object or _is_stdlib(base):
