@@ -15,7 +15,8 @@ weight of a stored pool.
      included: the fixture's wrapper validates and dumps its whole pydantic database on every call);
    * ``construct``: ``envsim construct --split test --policy replay --replay-log LOG`` end to end (labelling,
      records with verified views, counted view-prompt tokens, states stored once, files written), in a fresh
-     process, and its output's size.
+     process, and its output's size; then the same with ``--workers N`` (whole tasks in N processes: the fastest
+     wall time of ``--repeat``, and whether it wrote the same files byte for byte).
 
    Each timing is the run of ``--repeat`` that took the least CPU time (this process and its children), with its
    wall time: on a shared machine the wall time is what the load leaves, the CPU time what the work costs.
@@ -195,6 +196,20 @@ def replay_figures(options: argparse.Namespace, work: Path) -> None:
     print(f"construct --policy replay, end to end (a fresh process: imports, the initial state and each tool's "
           f"shown code once included): {written} records, {rate(total, wall, used)}; "
           f"{out.stat().st_size / 1e6:.2f} MB + {folder_bytes(work / 'replayed_states') / 1e6:.2f} MB of blobs")
+    if options.workers > 1:
+        parallel = work / "parallel" / "replayed.jsonl"
+        parallel.parent.mkdir()
+        runs = [best(1, lambda: construct(
+            ["--split", "test", "--policy", "replay", "--replay-log", str(log), "--env-module",
+             "tests.fixtures.shopdb.wrapper", "--out", str(parallel), "--workers", str(options.workers)]))
+            for _ in range(options.repeat)]
+        wall_w, used_w, _ = min(runs)  # the fastest wall: the workers share the machine's cores
+        same = parallel.read_bytes() == out.read_bytes() and all(
+            (parallel.parent / p.relative_to(work)).read_bytes() == p.read_bytes()
+            for p in (work / "replayed_states").rglob("*") if p.is_file())
+        print(f"construct --policy replay --workers {options.workers}, end to end: {total} calls in {wall_w:.1f} s = "
+              f"{total / wall_w:.1f} calls/s wall ({used_w:.1f} CPU-s in all processes); the same files as one "
+              f"process: {'yes' if same else 'NO'}")
     first = work / "first.jsonl"  # the same start-up with one call per tool: what the whole log adds is per call
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     seen: dict[str, Any] = {}
@@ -232,6 +247,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--pool", type=int, default=60, help="records of the stored-pool figure (0: skip it)")
     parser.add_argument("--skip-replay", action="store_true")
+    parser.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 4),
+                        help="processes of the parallel end-to-end figure (1: skip it)")
     for name in ("users", "products", "orders", "reviews"):
         parser.add_argument(f"--{name}", type=int, default=0, help=f"{name} of a database of another size")
     options = parser.parse_args()

@@ -43,6 +43,7 @@ import gc
 import hashlib
 import json
 import marshal
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Iterable, Iterator, Mapping
@@ -580,21 +581,37 @@ def start_labeller(env_class: type[Environment], state: Mapping[str, Any],
     return base.fork()
 
 
+@contextmanager
+def _episode_heap_frozen() -> Iterator[None]:
+    """The objects alive when an episode starts (its starting state, the texts, the guard's copy) are kept out of
+    the cycle collector's walks (``gc.freeze``) until the episode ends: what runs between its calls (record making,
+    a view's verification, a wrapper's objects) triggers collections that would walk them again and again (on the
+    fixture shop, 15 % of the time). Cycles made meanwhile (raised exceptions) are collected once it ends
+    (``gc.unfreeze``)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def label_calls(env_class: type[Environment], state: Mapping[str, Any],
                 actions: Iterable[Action | Mapping[str, Any]], starts: dict[Any, Any] | None = None
                 ) -> Iterator[LabelledCall]:
     """Label ``actions`` in order, each on the state the previous one left (``starts``: see ``start_labeller``)."""
     labeller = start_labeller(env_class, state, starts)
-    for action in actions:
-        yield labeller.label(action)
+    with _episode_heap_frozen():
+        for action in actions:
+            yield labeller.label(action)
 
 
 def label_policy(env_class: type[Environment], state: Mapping[str, Any], policy: Any,
                  steps: int, starts: dict[Any, Any] | None = None) -> Iterator[LabelledCall]:
     """``steps`` calls chosen by ``policy.next_action(env_class, state)``, labelled one after another."""
     labeller = start_labeller(env_class, state, starts)
-    for _ in range(steps):
-        yield labeller.label(policy.next_action(env_class, labeller.state))
+    with _episode_heap_frozen():
+        for _ in range(steps):
+            yield labeller.label(policy.next_action(env_class, labeller.state))
 
 
 class RecordMaker:

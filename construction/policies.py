@@ -73,28 +73,39 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield number, line
 
 
+def check_log(path: Path) -> None:
+    """Parse and check every line of a replay log (JSON, environment, calls): ``ReplayError`` names a bad line."""
+    for number, line in _lines(path):
+        _entry(path, number, line)
+
+
+def starting_state(path: Path, number: int, entry: dict[str, Any], env_class: type[Environment],
+                   initial: dict[tuple[type, int], dict[str, Any]]) -> dict[str, Any]:
+    """The state a log line's episode starts from: its ``state`` (a foreign class's in the load->save form), or
+    ``sample_state(seed)``, made once per class and seed in ``initial``; ``ReplayError`` names the line."""
+    try:
+        if "state" in entry:
+            state = entry["state"]
+            if callable(getattr(env_class, "normalise", None)):  # foreign: the load->save form
+                state = env_class.normalise(state)
+            return state
+        key = (env_class, int(entry.get("seed", 0)))  # sample_state gives the load->save form already;
+        if key not in initial:                         # episodes never mutate it
+            initial[key] = env_class.sample_state(key[1])
+        return initial[key]
+    except (KeyError, ValueError, TypeError, LookupError, AttributeError) as exc:
+        raise ReplayError(f"{path}:{number}: {type(exc).__name__}: {exc}") from None
+
+
 def read_log(path: Path) -> Iterator[LoggedEpisode]:
     """The episodes of a replay log, one line at a time (a line's state is held while its episode is labelled).
     Every line is parsed and checked first (JSON, environment, calls), so a bad line stops the replay before any
     call runs (``ReplayError`` names it); a starting state the environment refuses is named at its line."""
-    for number, line in _lines(path):
-        _entry(path, number, line)
+    check_log(path)
     initial: dict[tuple[type, int], dict[str, Any]] = {}  # sample_state(seed) once per class and seed
     for number, line in _lines(path):
         entry, env_class, actions = _entry(path, number, line)
-        try:
-            if "state" in entry:
-                state = entry["state"]
-                if callable(getattr(env_class, "normalise", None)):  # foreign: the load->save form
-                    state = env_class.normalise(state)
-            else:  # sample_state gives the load->save form already; episodes never mutate it
-                key = (env_class, int(entry.get("seed", 0)))
-                if key not in initial:
-                    initial[key] = env_class.sample_state(key[1])
-                state = initial[key]
-        except (KeyError, ValueError, TypeError, LookupError, AttributeError) as exc:
-            raise ReplayError(f"{path}:{number}: {type(exc).__name__}: {exc}") from None
-        yield LoggedEpisode(number, env_class, state, actions)
+        yield LoggedEpisode(number, env_class, starting_state(path, number, entry, env_class, initial), actions)
 
 
 def replay_calls(path: Path) -> Iterator[tuple[type[Environment], Any]]:

@@ -18,6 +18,7 @@ def replayed_pool(options: ConstructOptions) -> list[dict[str, Any]]:
     from envsim.construction.labelling import deduplicate
     from envsim.construction.own_env import is_own_target
     from envsim.construction.policies import ReplayError, replay_calls
+    from envsim.construction.replay_workers import replayed_records
     from envsim.construction.splits import LeakError, assert_no_test_envs
     from envsim.progress import progress as tqdm
 
@@ -27,7 +28,9 @@ def replayed_pool(options: ConstructOptions) -> list[dict[str, Any]]:
     labelled = []
     try:
         with tqdm(desc=f"replay ({options.split})", unit="call") as bar:
-            for env_class, call in replay_calls(options.replay_log):
+            if options.workers > 1:  # whole tasks in worker processes: the same records (construction.replay_workers)
+                labelled = list(replayed_records(options.replay_log, options.split, options.workers, bar))
+            for env_class, call in replay_calls(options.replay_log) if options.workers <= 1 else ():
                 maker = makers.setdefault(env_class, RecordMaker(env_class, options.split))
                 labelled.append(maker.record(call))
                 bar.update(1)

@@ -47,7 +47,8 @@ from envsim.progress import progress_option
                    "trajectories plus explorer calls, sampled per stratum; --spec overrides its composition. "
                    "tau: τ-bench retail+airline test-task replays, chained episodes and explorer calls "
                    "(τ-bench installed or at $ENVSIM_TAU_BENCH); states stored once under tau_states/.")
-@click.option("--workers", type=int, default=1, show_default=True, help="Processes for rollouts.")
+@click.option("--workers", type=int, default=1, show_default=True, help="Processes for rollouts; with --policy replay, whole logged tasks per process "
+              "(the same files as one process).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Output JSONL.")
 @click.option("--policy", type=click.Choice(["explorer", "replay", "llm"]), default="explorer", show_default=True,
               help="explorer: seeded schema/state-aware calls; replay: label --replay-log; llm: an agent model "

@@ -35,7 +35,7 @@ def test_the_executor_answers_own_environment_view_prompts(tmp_path, target, nam
           target.split(":")[0], "--run-dir", str(run_dir), "--no-progress"])
     summary = json.loads((run_dir / "summary.json").read_text())
     assert json.loads((run_dir / "config.json").read_text())["prompt_version"] == "4"
-    assert summary["overall"]["n"] == 40 and summary["infra_failures"] == 0
+    assert summary["overall"]["n"] == 40 and summary["infra_failures"] == 0, summary.get("infra_failure_reasons")
     assert summary["overall"]["fm"] >= 0.95 and summary["overall"]["cm"] >= 0.95, summary["executor_misses"]
     misses = json.loads((run_dir / "executor_misses.json").read_text())["misses"]
     assert all(m["cause"] for m in misses)
