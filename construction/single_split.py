@@ -30,10 +30,11 @@ def replayed_pool(options: ConstructOptions) -> list[dict[str, Any]]:
         with tqdm(desc=f"replay ({options.split})", unit="call") as bar:
             if options.workers > 1:  # whole tasks in worker processes: the same records (construction.replay_workers)
                 labelled = list(replayed_records(options.replay_log, options.split, options.workers, bar))
-            for env_class, call in replay_calls(options.replay_log) if options.workers <= 1 else ():
-                maker = makers.setdefault(env_class, RecordMaker(env_class, options.split))
-                labelled.append(maker.record(call))
-                bar.update(1)
+            else:
+                for env_class, call in replay_calls(options.replay_log):
+                    maker = makers.setdefault(env_class, RecordMaker(env_class, options.split))
+                    labelled.append(maker.record(call))
+                    bar.update(1)
         records = list(deduplicate(labelled))
         if options.split == "train":
             assert_no_test_envs((r["env"] for r in records), options.version)
