@@ -586,7 +586,7 @@ def _episode_heap_frozen() -> Iterator[None]:
     """The objects alive when an episode starts (its starting state, the texts, the guard's copy) are kept out of
     the cycle collector's walks (``gc.freeze``) until the episode ends: what runs between its calls (record making,
     a view's verification, a wrapper's objects) triggers collections that would walk them again and again (on the
-    fixture shop, 15 % of the time). Cycles made meanwhile (raised exceptions) are collected once it ends
+    fixture shop, about 5 % of a replayed call). Cycles made meanwhile (raised exceptions) are collected once it ends
     (``gc.unfreeze``)."""
     gc.freeze()
     try:

@@ -79,22 +79,25 @@ def check_log(path: Path) -> None:
         _entry(path, number, line)
 
 
-def starting_state(path: Path, number: int, entry: dict[str, Any], env_class: type[Environment],
-                   initial: dict[tuple[type, int], dict[str, Any]]) -> dict[str, Any]:
-    """The state a log line's episode starts from: its ``state`` (a foreign class's in the load->save form), or
-    ``sample_state(seed)``, made once per class and seed in ``initial``; ``ReplayError`` names the line."""
+def read_episode(path: Path, number: int, line: str,
+                 initial: dict[tuple[type, int], dict[str, Any]]) -> LoggedEpisode:
+    """Log line ``number`` as an episode: its environment, calls and starting state (its ``state``, a foreign class's
+    in the load->save form, or ``sample_state(seed)``, made once per class and seed in ``initial``);
+    ``ReplayError`` names the line."""
+    entry, env_class, actions = _entry(path, number, line)
     try:
         if "state" in entry:
             state = entry["state"]
             if callable(getattr(env_class, "normalise", None)):  # foreign: the load->save form
                 state = env_class.normalise(state)
-            return state
-        key = (env_class, int(entry.get("seed", 0)))  # sample_state gives the load->save form already;
-        if key not in initial:                         # episodes never mutate it
-            initial[key] = env_class.sample_state(key[1])
-        return initial[key]
+        else:  # sample_state gives the load->save form already; episodes never mutate it
+            key = (env_class, int(entry.get("seed", 0)))
+            if key not in initial:
+                initial[key] = env_class.sample_state(key[1])
+            state = initial[key]
     except (KeyError, ValueError, TypeError, LookupError, AttributeError) as exc:
         raise ReplayError(f"{path}:{number}: {type(exc).__name__}: {exc}") from None
+    return LoggedEpisode(number, env_class, state, actions)
 
 
 def read_log(path: Path) -> Iterator[LoggedEpisode]:
@@ -104,26 +107,31 @@ def read_log(path: Path) -> Iterator[LoggedEpisode]:
     check_log(path)
     initial: dict[tuple[type, int], dict[str, Any]] = {}  # sample_state(seed) once per class and seed
     for number, line in _lines(path):
-        entry, env_class, actions = _entry(path, number, line)
-        yield LoggedEpisode(number, env_class, starting_state(path, number, entry, env_class, initial), actions)
+        yield read_episode(path, number, line, initial)
+
+
+def episode_calls(episode: LoggedEpisode, starts: dict[Any, Any]) -> Iterator[Any]:
+    """Label the logged calls of ``episode`` in order (``cow_labelling.LabelledCall``s): the user's own environments
+    copy-on-write (``starts``: see ``cow_labelling.start_labeller``), the others by the executor (``record_id``
+    left empty)."""
+    from envsim.construction.cow_labelling import LabelledCall, label_calls, labels_traced
+
+    env_class = episode.env_class
+    if labels_traced(env_class):
+        yield from label_calls(env_class, episode.state, episode.actions, starts)
+        return
+    policy = _Scripted([a.to_json() for a in episode.actions])
+    for transition in rollout(env_class, episode.state, policy, len(policy.actions)):
+        yield LabelledCall(transition, "", False)
 
 
 def replay_calls(path: Path) -> Iterator[tuple[type[Environment], Any]]:
     """Label every logged call of ``path`` in order, each on the state the previous one of its episode left;
-    yields ``(environment class, cow_labelling.LabelledCall)``. The user's own environments are labelled
-    copy-on-write (``construction.cow_labelling``), the others by the executor (``record_id`` left empty)."""
-    from envsim.construction.cow_labelling import LabelledCall, label_calls, labels_traced
-
+    yields ``(environment class, cow_labelling.LabelledCall)`` (``episode_calls``)."""
     starts: dict[Any, Any] = {}  # tasks from one starting state share its labeller (cow_labelling.start_labeller)
     for episode in read_log(path):
-        env_class = episode.env_class
-        if labels_traced(env_class):
-            for call in label_calls(env_class, episode.state, episode.actions, starts):
-                yield env_class, call
-            continue
-        policy = _Scripted([a.to_json() for a in episode.actions])
-        for transition in rollout(env_class, episode.state, policy, len(policy.actions)):
-            yield env_class, LabelledCall(transition, "", False)
+        for call in episode_calls(episode, starts):
+            yield episode.env_class, call
 
 
 def replay_log(path: Path) -> Iterator[tuple[type[Environment], Transition]]:

@@ -85,25 +85,18 @@ def rebuilt_state(state: dict[str, Any], change: StateChange) -> dict[str, Any]:
 def task_records(job: tuple[Path, int, int, str]) -> list[tuple[dict[str, Any], Any, StateChange]]:
     """In a worker: the records of one log line's calls, each as ``(record without its states, the starting state
     for the task's first call else None, the next state's change)``."""
-    from envsim.construction.cow_labelling import LabelledCall, RecordMaker, label_calls, labels_traced
-    from envsim.construction.policies import _Scripted, _entry, starting_state
-    from envsim.construction.rollout import rollout
+    from envsim.construction.cow_labelling import RecordMaker
+    from envsim.construction.policies import episode_calls, read_episode
 
     path, number, offset, split = job
     with path.open("rb") as handle:
         handle.seek(offset)
         line = handle.readline().decode("utf-8")
-    entry, env_class, actions = _entry(path, number, line)
-    state = starting_state(path, number, entry, env_class, _INITIAL)
-    maker = _MAKERS.setdefault((env_class, split), RecordMaker(env_class, split))
-    if labels_traced(env_class):
-        calls: Any = label_calls(env_class, state, actions, _STARTS)
-    else:
-        policy = _Scripted([a.to_json() for a in actions])
-        calls = (LabelledCall(t, "", False) for t in rollout(env_class, state, policy, len(policy.actions)))
+    episode = read_episode(path, number, line, _INITIAL)
+    maker = _MAKERS.setdefault((episode.env_class, split), RecordMaker(episode.env_class, split))
     sent: list[tuple[dict[str, Any], Any, StateChange]] = []
     previous: Any = None
-    for call in calls:
+    for call in episode_calls(episode, _STARTS):
         record = maker.record(call)
         before, after = record["state"], record["next_state"]
         record["state"] = record["next_state"] = None  # sent apart; the keys keep their places in the record
