@@ -68,6 +68,12 @@ class RecordStream:
     total: int
     positions: Sequence[int]
     records: list[dict[str, Any]] | None = None   # a file in the original format, read whole
+    ids: Sequence[str] = ()                        # the ids of the split, in file order
+
+    @property
+    def sample_ids(self) -> list[str]:
+        """The ids of this run's samples, in the order they are yielded."""
+        return [self.ids[i] for i in self.positions]
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -107,7 +113,7 @@ def open_stream(name: str, split: str = "test", limit: int | None = None, *, che
             raise BenchmarkFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
         records = None
     chosen = select(ids) if select is not None else range(len(ids))
-    return RecordStream(path, len(ids), cut_positions(chosen, limit), records)
+    return RecordStream(path, len(ids), cut_positions(chosen, limit), records, ids)
 
 
 def check_file(path: Path, check: RecordCheck | None = None, on_bytes: BytesRead | None = None) -> list[str]:

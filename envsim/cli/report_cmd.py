@@ -30,12 +30,14 @@ def report_cmd(runs: tuple[Path, ...], out: Path | None) -> None:
     rows to be checked against its benchmark. Exit 1 for a directory it does not know or runs of different kinds."""
     from envsim.evaluation.reporting.report_compare import compare_reports
     from envsim.evaluation.running.run_kinds import UnknownRunKind, report_run
+    from envsim.evaluation.running.selection import SelectionUnknown
     from envsim.safe_files import RunFileRefused
 
     try:
         reports = [report_run(run) for run in runs]
         comparisons = compare_reports(reports, out or Path("runs") / "comparison") if len(runs) > 1 else []
-    except (UnknownRunKind, RunFileRefused) as exc:  # RunFileRefused: a link, FIFO or huge file in a run dir
+    except (UnknownRunKind, RunFileRefused, SelectionUnknown) as exc:  # RunFileRefused: a link, FIFO or huge
+        # file in a run dir; SelectionUnknown: the run's samples cannot be told exactly (nothing is rewritten)
         raise click.ClickException(str(exc)) from None
     for report in reports:
         for warning in report.warnings:

@@ -28,11 +28,13 @@ def view_cmd(runs: tuple[Path, ...], out: Path, open_page: bool) -> None:
     from envsim.evaluation.reporting.view_data import view_data
     from envsim.evaluation.reporting.view_page import render_page
     from envsim.jsonsafe import write_text_atomic
+    from envsim.evaluation.running.selection import SelectionUnknown
     from envsim.safe_files import RunFileRefused
 
     try:
         data = view_data(runs)
-    except (UnknownRunKind, RunFileRefused) as exc:  # RunFileRefused: a link, FIFO or huge file in a run dir
+    except (UnknownRunKind, RunFileRefused, SelectionUnknown) as exc:  # RunFileRefused: a link, FIFO or huge
+        # file in a run dir; SelectionUnknown: the run's samples cannot be told exactly (nothing is rewritten)
         raise click.ClickException(str(exc)) from None
     for run in data["runs"]:
         for note in run["notes"]:

@@ -445,9 +445,10 @@ def checked_results(run_dir: Path, config: dict[str, Any],
                     sample_ids: Sequence[str] | None = None) -> "CheckedRows":
     """The rows of ``run_dir/results.jsonl`` the report counts (``evaluation.running.run_rows``); ``sample_ids``: the ids
     the run was asked to score when the caller holds them (else the benchmark named in ``config`` is read again)."""
-    from envsim.evaluation.running.run_rows import check_rows, read_rows, run_sample_ids
+    from envsim.evaluation.running.run_rows import check_rows, read_rows
+    from envsim.evaluation.running.selection import run_sample_ids
 
-    ids, warning = (list(sample_ids), None) if sample_ids is not None else run_sample_ids(config)
+    ids, warning = (list(sample_ids), None) if sample_ids is not None else run_sample_ids(run_dir, config)
     checked = check_rows(read_rows(run_dir / "results.jsonl", drop=UNREAD_FIELDS), ids)
     if warning:
         checked.warnings.insert(0, warning)
@@ -460,7 +461,8 @@ def write_reports(run_dir: Path, sample_ids: Sequence[str] | None = None) -> dic
     Result rows with wrong types are counted as invalid rows (shown first), rows whose id is not a sample
     of the run's benchmark are ignored (``summary["warnings"]`` says so); files are replaced atomically.
     ``sample_ids``: the run's sample ids, in benchmark order, when the caller has them (``envsim eval`` does:
-    the benchmark is then not read a second time); without them they come from the benchmark in config.json."""
+    the benchmark is then not read a second time); without them they are the ones the run recorded
+    (``evaluation.running.selection``: ``SelectionUnknown``, nothing written, when they cannot be told exactly)."""
     from envsim.safe_files import read_json
 
     config = read_json(run_dir / "config.json")

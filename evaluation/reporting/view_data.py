@@ -257,18 +257,19 @@ def _cm_plot(samples: list[dict[str, Any]], delta_of: Mapping[str, Any], label: 
 def _single(path: Path, label: str) -> RunView:
     from envsim.benchmark import load
     from envsim.evaluation.reporting.report import PLOT_FILE, RATES, TOLERANT_RATES, format_rate, summarize
-    from envsim.evaluation.running.run_rows import check_rows, evenly_spaced, read_rows
+    from envsim.evaluation.running.run_rows import check_rows, read_rows
+    from envsim.evaluation.running.selection import run_sample_ids
 
     config = _read_json(path / "config.json") or {}
     view = RunView(label, "single", str(path))
     records: dict[str, Any] = {}
-    ids = None
+    ids, warning = run_sample_ids(path, config)  # the run's own samples (SelectionUnknown: none shown)
+    if warning:
+        view.notes.append(warning)
     try:
+        wanted = set(ids) if ids is not None else None
         items = load(str(config.get("benchmark")), str(config.get("split") or "test"))
-        limit = config.get("limit")
-        items = evenly_spaced(items, limit if isinstance(limit, int) and not isinstance(limit, bool) else None)
-        records = {str(r.get("id")): r for r in items}
-        ids = list(records)
+        records = {str(r.get("id")): r for r in items if wanted is None or str(r.get("id")) in wanted}
     except Exception as exc:  # noqa: BLE001 - the page still shows what the rows hold
         view.notes.append(f"the run's benchmark cannot be read here ({_whole(exc)}): expected answers, calls "
                           "and prompts are not shown")

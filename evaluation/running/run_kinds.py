@@ -97,7 +97,8 @@ def _chained(path: Path) -> RunReport:
     """Rebuild the chained tier's summary from its episode rows, in benchmark order (the run's order, so
     the bootstrap intervals come out the same)."""
     from envsim.evaluation.scoring.chained import chained_markdown, chained_summary
-    from envsim.evaluation.running.run_rows import chained_row_problem, run_sample_ids
+    from envsim.evaluation.running.run_rows import chained_row_problem
+    from envsim.evaluation.running.selection import run_sample_ids
 
     config = _config(path)
     latest: dict[str, Any] = {}
@@ -107,7 +108,7 @@ def _chained(path: Path) -> RunReport:
             latest[row["id"]] = row
         else:
             invalid += 1
-    ids, warning = run_sample_ids(config)
+    ids, warning = run_sample_ids(path, config)
     warnings = [warning] if warning else []
     if ids is not None:
         unknown = [i for i in latest if i not in set(ids)]

@@ -1,7 +1,7 @@
 """Rows of a run's ``results.jsonl`` as the report may count them: each row is checked for the types the
 summary reads (a row that fails is an *invalid row*, counted apart with its reason, never scored), and a row
-whose id is not one of the run's samples (the benchmark split the run's ``config.json`` names, cut by its
-``--limit``) is *ignored* with a warning, never counted.
+whose id is not one of the run's samples (those it selected: ``evaluation.running.selection``) is *ignored* with a
+warning, never counted.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 BOOL_FIELDS = ("parsed", "fm", "cm", "cm_lenient", "cm_original", "fm_json", "cm_numeric")
 NUMBER_FIELDS = ("delta_precision", "delta_recall", "delta_f1")
@@ -71,27 +71,6 @@ def evenly_spaced(items: Sequence[Any], limit: int | None) -> list[Any]:
     if limit is not None and 0 <= limit < len(items):
         return [items[i * len(items) // limit] for i in range(limit)]
     return list(items)
-
-
-def run_sample_ids(config: Mapping[str, Any]) -> tuple[list[str] | None, str | None]:
-    """The ids of the samples a run was asked to score, in benchmark order (``None`` and a warning when the
-    benchmark named in ``config`` cannot be read here)."""
-    from envsim.benchmark import load
-
-    benchmark, split = config.get("benchmark"), config.get("split") or "test"
-    if not isinstance(benchmark, str):
-        return None, "config.json names no benchmark: rows were not checked against it"
-    try:
-        if config.get("track") == "chained":
-            from envsim.construction.chained import load_episodes
-
-            items = load_episodes(benchmark, split)
-        else:
-            items = load(benchmark, split)
-    except Exception as exc:  # noqa: BLE001 - any unreadable benchmark only turns the check off, with a warning
-        return None, f"benchmark {benchmark!r} split {split!r} cannot be read ({exc}): rows were not checked against it"
-    limit = config.get("limit")
-    return [str(r.get("id")) for r in evenly_spaced(items, limit if _is_int(limit) else None)], None
 
 
 def check_rows(rows: Iterable[Any], ids: Sequence[str] | None) -> CheckedRows:

@@ -16,9 +16,21 @@ from envsim.evaluation.running.eval_options import EvalOptions
 from envsim.evaluation.running.eval_summary import EvalSummary
 
 
+#: The longest directory name ``slug`` gives.
+SLUG_MAX = 80
+
+
 def slug(text: str) -> str:
-    """``text`` as a directory name (at most 80 characters)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:80] or "run"
+    """``text`` as a directory name of at most ``SLUG_MAX`` characters. A longer name keeps its head and ends in
+    ``-`` + 12 hex digits of the sha256 of the whole ``text``: never cut, so two texts that differ past the cut
+    (``...-n10`` and ``...-n2``) never get the same name."""
+    import hashlib
+
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "run"
+    if len(name) <= SLUG_MAX:
+        return name
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return f"{name[:SLUG_MAX - len(digest) - 1].rstrip('-')}-{digest}"
 
 
 def evenly_spaced(items: list[Any], limit: int | None) -> list[Any]:
@@ -167,6 +179,12 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
             prepare_run_dir(run_dir, config)
         except RunConfigMismatch as exc:
             raise RunDirUnusable(str(exc)) from None
+        if not rollout:  # the samples selected, so that report / view / compare count exactly these
+            from dataclasses import asdict
+
+            from envsim.evaluation.running.selection import write_selection
+
+            write_selection(run_dir, asdict(config), records.sample_ids)
         if rollout:
             records = list(records)
             report = _rollout(records, provider, run_dir, options, prompt_version)

@@ -249,6 +249,11 @@ def _run_chained(options: EvalOptions) -> EvalSummary:
         prepare_run_dir(run_dir, config)
     except RunConfigMismatch as exc:
         raise RunDirUnusable(str(exc)) from None
+    from dataclasses import asdict
+
+    from envsim.evaluation.running.selection import write_selection
+
+    write_selection(run_dir, asdict(config), [str(e["id"]) for e in episodes])  # what report / view count
     bar = progress(total=len(episodes), desc=f"chained {options.model}", unit="episode")
     summary = asyncio.run(run_chained(episodes, provider_for(options, urls), run_dir, prompt_mode=options.prompt_mode,
                                       prompt_version=prompt_version, concurrency=options.concurrency,
