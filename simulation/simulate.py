@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from envsim.envs.base import Environment
+from envsim.evaluation.baselines.builtin_names import BUILT_IN_MODELS, unknown_builtin_hint
 from envsim.jsonsafe import dumps_line, write_text_atomic
 from envsim.safe_files import write_json, write_text
 from envsim.records import Action
@@ -125,21 +126,13 @@ def cost_summary(envs: Sequence[SimulatedEnvironment], price_in: float, price_ou
     }
 
 
-BUILT_IN_SIMULATORS = ("null", "oracle", "executor")
+BUILT_IN_SIMULATORS = BUILT_IN_MODELS
 
 
 def unknown_simulator_hint(simulator: str, urls: Sequence[str]) -> str | None:
     """An error message when ``simulator`` without any endpoint URL looks like a misspelt built-in
     (``nul``, ``Oracle``); ``None`` otherwise (the preflight judges every other name)."""
-    import difflib
-
-    if urls or simulator in BUILT_IN_SIMULATORS:
-        return None
-    close = difflib.get_close_matches(simulator.lower(), BUILT_IN_SIMULATORS, n=1, cutoff=0.6)
-    if not close:
-        return None
-    return (f"unknown simulator {simulator!r} and no --base-url: did you mean {close[0]!r}? The built-in simulators "
-            f"are {', '.join(BUILT_IN_SIMULATORS)}; any other name is a model at --base-url.")
+    return unknown_builtin_hint(simulator, urls, "simulator")
 
 
 @dataclass
@@ -161,10 +154,10 @@ async def simulate(env_classes: Sequence[type[Environment]], provider: Any, out:
                    steps: int, seed: int = 0, agent: str = "explorer", agent_base_url: str | None = None,
                    shadow: bool = True, prompt_mode: str = "mdp", prompt_version: str = "2", max_attempts: int = 3,
                    price_in: float = 0.0, price_out: float = 0.0, include_fallbacks: bool = False,
-                   title: str | None = None) -> SimulationRun:
+                   title: str | None = None, request_timeout: float = 120.0) -> SimulationRun:
     """Roll ``episodes`` episodes of ``steps`` calls per environment class in environments simulated by
     ``provider``, write the outputs under ``out`` (see ``write_outputs``) and return them. The provider is
-    closed at the end."""
+    closed at the end. ``request_timeout``: seconds one simulator request may take (``--timeout``)."""
     from envsim.progress import progress
     from envsim.simulation.agents import LLMAgent, explorer_agent
 
@@ -176,7 +169,8 @@ async def simulate(env_classes: Sequence[type[Environment]], provider: Any, out:
         for cls in env_classes:
             for i in range(episodes):
                 env = SimulatedEnvironment(EnvSpec.from_class(cls), provider, prompt_mode=prompt_mode,
-                                           max_attempts=max_attempts, shadow=shadow, prompt_version=prompt_version)
+                                           max_attempts=max_attempts, shadow=shadow, prompt_version=prompt_version,
+                                           request_timeout=request_timeout)
                 envs.append(env)
                 policy = explorer_agent(cls, seed + i) if agent == "explorer" else LLMAgent(agent, agent_base_url)
                 results.append(await run_episode(env, policy, seed + i, steps))

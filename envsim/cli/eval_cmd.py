@@ -11,7 +11,7 @@ import click
 from envsim.cli.env_module_option import env_module_option
 from envsim.cli.tau_path_option import tau_path_option
 from envsim.cli.eval_outcome import MinScoredType, exit_if_too_few
-from envsim.evaluation.prompting.answer_schema import RESPONSE_FORMATS
+from envsim.cli.request_options import max_tokens_option, response_format_option, timeout_option
 from envsim.evaluation.running.eval_options import MinScored
 from envsim.evaluation.prompting.prompts import PROMPT_MODES, PROMPT_VERSIONS
 from envsim.progress import progress_option
@@ -60,18 +60,12 @@ from envsim.progress import progress_option
                    "is a local directory, else Qwen's BPE, offline).")
 @click.option("--temperature", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
               help="Sampling temperature sent with every request (0: greedy, the published setting).")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=2048, show_default=True,
-              help="Answer token limit per request; reasoning models need room for their thinking (v2: 4096+).")
+@max_tokens_option
 @click.option("--extra", "extra_json", default=None,
               help='Extra request fields as JSON, e.g. \'{"response_format": {"type": "json_object"}}\'.')
-@click.option("--response-format", type=click.Choice(list(RESPONSE_FORMATS)), default="free", show_default=True,
-              help="free: no response_format field (the model writes its answer as it likes; it is parsed "
-                   "tolerantly). json-schema: every request asks the endpoint to decode under the answer's JSON "
-                   "Schema (observation + RFC 6902 patch; llama.cpp, vLLM and OpenAI accept it); an endpoint that "
-                   "refuses it fails the preflight. Part of the run's settings: a run is resumed only with the same.")
+@response_format_option
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--timeout", type=click.FloatRange(min=0.0, min_open=True), default=120.0, show_default=True,
-              help="Seconds per request.")
+@timeout_option
 @click.option("--max-retries", type=click.IntRange(min=0), default=4, show_default=True,
               help="Retries on 429/5xx/timeouts/connection errors (exponential backoff).")
 @click.option("--max-response-bytes", type=click.IntRange(min=1024), default=4 * 1024 * 1024, show_default=True,
@@ -108,6 +102,7 @@ def eval_cmd(model: str, base_url: tuple[str, ...], extra_json: str | None, toke
             raise ValueError("must be a JSON object")
     except ValueError as exc:
         raise click.BadParameter(f"--extra: {exc}") from None
+    _refuse_misspelt_baseline(model, base_url, options.get("base_url_file"))
     try:
         summary = evaluate(model, base_url=base_url, extra=extra, tokenizer=tokenizer_dir, min_scored=min_scored,
                            echo=click.echo, echo_err=lambda text: click.echo(text, err=True), **options)
@@ -123,6 +118,20 @@ def eval_cmd(model: str, base_url: tuple[str, ...], extra_json: str | None, toke
                    err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     exit_if_too_few(summary, min_scored)
+
+
+def _refuse_misspelt_baseline(model: str, base_urls: tuple[str, ...], url_file: Path | None) -> None:
+    """Stop (exit 1) when MODEL without any endpoint looks like a misspelt built-in ('nul': did you mean 'null'?),
+    as 'envsim simulate' does; a name sent to $OPENAI_BASE_URL is left to the preflight."""
+    import os
+
+    from envsim.evaluation.baselines.builtin_names import unknown_builtin_hint
+
+    if os.environ.get("OPENAI_BASE_URL"):
+        return
+    hint = unknown_builtin_hint(model, endpoint_urls(base_urls, url_file), "model")
+    if hint:
+        raise click.ClickException(hint)
 
 
 def endpoint_urls(base_urls: tuple[str, ...], url_file: Path | None) -> list[str]:

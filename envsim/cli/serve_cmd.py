@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from envsim.cli.serve_commands import usage_lines
+
 # Kept in step with envsim.training.serve / gguf_convert (imported lazily: `envsim --help` stays fast);
 # tests/training/test_llama_cpp_serve.py checks they agree.
 BACKENDS = ("auto", "vllm", "llama.cpp", "transformers")
@@ -71,7 +73,8 @@ def _serve_until_stopped(start_server: Any, model: str, backend: str, host: str,
         raise SystemExit(130) from None
     try:  # from here on, an interrupt always stops the server
         click.echo(f"serving {model} at {server.base_url}")
-        click.echo(f"evaluate with: envsim eval --model {model} --base-url {server.base_url}")
+        for line in usage_lines(model, server.base_url):  # with the prompt settings the model was trained with
+            click.echo(line)
         while server.process.poll() is None:
             time.sleep(0.5)
         raise click.ClickException(f"server exited with code {server.process.returncode}")

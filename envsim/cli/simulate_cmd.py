@@ -10,7 +10,7 @@ import click
 
 from envsim.cli.env_module_option import env_module_option, trust_command_line_env
 from envsim.cli.tau_path_option import tau_path_option
-from envsim.evaluation.prompting.answer_schema import RESPONSE_FORMATS
+from envsim.cli.request_options import request_options
 from envsim.progress import progress_option
 
 
@@ -50,10 +50,7 @@ def _preflight(simulator: str, provider: object, urls: list[str], api_key: str |
 @click.option("--prompt-version", type=click.Choice(["1", "2", "3"]), default=None,
               help="Prompt version sent to the simulator: the one its SFT data was written with ('envsim train "
                    "data' writes 2; 3 with mdp-view).  [default: 2, 3 for mdp-view]")
-@click.option("--response-format", type=click.Choice(list(RESPONSE_FORMATS)), default="free", show_default=True,
-              help="As 'envsim eval --response-format': json-schema asks the simulator's endpoint to decode every "
-                   "answer under the answer's JSON Schema (observation + RFC 6902 patch); free sends no "
-                   "response_format.")
+@request_options
 @click.option("--max-attempts", type=int, default=3, show_default=True,
               help="Simulator attempts per step before the fallback policy (error observation, state unchanged).")
 @click.option("--price-in", type=float, default=0.0, show_default=True, help="Price per 1M prompt tokens.")
@@ -77,7 +74,7 @@ def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, 
                  max_attempts: int, price_in: float, price_out: float, out: Path,
                  base_url_file: Path | None = None, prompt_version: str | None = None, api_key: str | None = None,
                  preflight: bool = True, max_fallback_rate: float = 0.0, include_fallbacks: bool = False,
-                 response_format: str = "free") -> None:
+                 response_format: str = "free", max_tokens: int = 2048, timeout: float = 120.0) -> None:
     """Write trajectories (ShareGPT with tool calls), per-step records, costs and (shadow) a drift report.
 
     Exit codes (as 'envsim eval'): 0 done within --max-fallback-rate; 1 stopped before the run (unknown
@@ -103,14 +100,14 @@ def simulate_cmd(env_ids: tuple[str, ...], simulator: str, base_url: tuple[str, 
     hint = unknown_simulator_hint(simulator, urls)
     if hint:
         raise click.ClickException(hint)
-    provider = make_endpoint_provider(simulator, urls, api_key=api_key,
+    provider = make_endpoint_provider(simulator, urls, api_key=api_key, max_tokens=max_tokens, timeout=timeout,
                                       extra_body=request_fields({}, response_format, prompt_mode, prompt_version))
     if preflight:
-        _preflight(simulator, provider, urls, api_key, RetryPolicy(), response_format)
+        _preflight(simulator, provider, urls, api_key, RetryPolicy(timeout=timeout), response_format)
     run = asyncio.run(simulate(classes, provider, out, episodes=episodes, steps=steps, seed=seed, agent=agent,
                                agent_base_url=agent_base_url, shadow=shadow, prompt_mode=prompt_mode,
                                prompt_version=prompt_version, max_attempts=max_attempts, price_in=price_in,
-                               price_out=price_out, include_fallbacks=include_fallbacks,
+                               price_out=price_out, include_fallbacks=include_fallbacks, request_timeout=timeout,
                                title=f"{simulator} on {len(classes)} environment(s)"))
     if "endpoints" in run.stats:
         from envsim.evaluation.endpoints.fleet import format_endpoints

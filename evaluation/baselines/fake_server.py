@@ -57,7 +57,8 @@ class FakeOpenAIServer(LocalHTTPServer):
     * ``no-schema`` - HTTP 400 to any request with a ``response_format`` (an endpoint without structured
       output), else the oracle.
 
-    Every request's ``response_format`` (``None`` when absent) is kept in ``response_formats``; with one, answers
+    Every request's ``response_format`` (``None`` when absent) is kept in ``response_formats`` (its ``max_tokens`` in
+    ``max_tokens``); with one, answers
     are the bare JSON (as decoding under a schema gives), without prose or fence.
 
     Prompts of records it was not given (simulated episodes) are parsed back into state and action.
@@ -73,6 +74,7 @@ class FakeOpenAIServer(LocalHTTPServer):
         self.auth_headers: set[str] = set()  # every Authorization header received
         self.system_prompts: set[str] = set()  # every system message received (which prompt version was sent)
         self.response_formats: list[Any] = []  # every request's response_format (None: the field was absent)
+        self.max_tokens: list[Any] = []  # every request's max_tokens (None: the field was absent)
         self.oracle_cache: dict[str, str] = {}
         self.lock = threading.Lock()
         server = self
@@ -120,6 +122,7 @@ class FakeOpenAIServer(LocalHTTPServer):
             self.calls[prompt] += 1
             attempt = self.calls[prompt]
             self.response_formats.append(structured)
+            self.max_tokens.append(body.get("max_tokens"))
         if self.latency:
             time.sleep(self.latency)
         if model == "down":

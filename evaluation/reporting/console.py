@@ -59,10 +59,28 @@ def bad_record_lines(summary: Mapping[str, Any]) -> list[str]:
             + [f"  {line}" for line in top_reasons(summary.get("bad_record_reasons"))])
 
 
+def answer_settings(summary: dict[str, Any]) -> str:
+    """``mdp-view v3, answers json-schema``: the prompt and the answer format a run's figures hold for."""
+    version = f" v{summary['prompt_version']}" if summary.get("prompt_version") else ""
+    return f"{summary['prompt_mode']}{version}, answers {summary.get('response_format') or 'free'}"
+
+
+def parse_valid_note(summary: dict[str, Any]) -> str:
+    """``, parse-valid 17 (85.0%)``: the scored answers that parsed (from the overall parse-failure rate, kept to
+    4 decimals: the count is exact up to 10,000 scored samples); empty when nothing was scored."""
+    overall = summary.get("overall") or {}
+    n, rate = overall.get("n") or 0, overall.get("parse_failure_rate")
+    if not n or not isinstance(rate, (int, float)):
+        return ""
+    valid = round(n * (1 - rate))
+    return f", parse-valid {valid} ({100 * valid / n:.1f}%)"
+
+
 def format_summary(summary: dict[str, Any], run_dir: Path) -> str:
     """Console summary: overall and per-stratum rates with 95% intervals (``*`` after n: a small group)."""
-    lines = [f"{summary['model']} on {summary['benchmark']}/{summary['split']} ({summary['prompt_mode']}): "
-             f"{summary['scored']} scored{reuse_note(summary)}, {summary['infra_failures']} infrastructure failures"]
+    lines = [f"{summary['model']} on {summary['benchmark']}/{summary['split']} ({answer_settings(summary)}): "
+             f"{summary['scored']} scored{reuse_note(summary)}{parse_valid_note(summary)}, "
+             f"{summary['infra_failures']} infrastructure failures"]
     if not summary["scored"]:
         return "\n".join(lines + ["no figures: no sample was scored", f"run directory: {run_dir}"])
     tolerant = "fm_json" in summary["overall"].get("ci", {})

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -27,20 +26,28 @@ def _hostile(template: dict) -> dict:
             "action": {"name": "f", "arguments": {}}, "patch": [], "observation": 1, "tools": []}
 
 
-async def _run_with_ticker(records: list[dict], run_dir: Path) -> tuple[dict, float]:
-    """The run's rows and the longest the event loop went without running a 10 ms ticker."""
+#: Ticks of the event loop to see while the hostile view is held: proof that the loop runs beside it.
+TICKS_WHILE_HELD = 3
+#: How long the held view waits for those ticks: only reached when the view is built on the loop (a failure).
+HOLD_TIMEOUT_S = 60.0
+
+
+async def _run_with_ticker(records: list[dict], run_dir: Path, view_started: threading.Event | None = None,
+                           loop_ran: threading.Event | None = None) -> dict:
+    """The run's rows; a ticker on the event loop sets ``loop_ran`` once it has run ``TICKS_WHILE_HELD`` times
+    after ``view_started`` was set (no timing figure: it waits for the events themselves)."""
     config = EvalConfig(model="null", benchmark="x", prompt_mode="mdp-view", prompt_version="3")
     prepare_run_dir(run_dir, config)
-    gaps = [0.0]
     done = asyncio.Event()
 
     async def ticker() -> None:
-        last = time.monotonic()
+        ticks = 0
         while not done.is_set():
             await asyncio.sleep(0.01)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
+            if view_started is not None and loop_ran is not None and view_started.is_set():
+                ticks += 1
+                if ticks >= TICKS_WHILE_HELD:
+                    loop_ran.set()
 
     task = asyncio.create_task(ticker())
     try:
@@ -48,25 +55,30 @@ async def _run_with_ticker(records: list[dict], run_dir: Path) -> tuple[dict, fl
     finally:
         done.set()
         await task
-    return rows, max(gaps)
+    return rows
 
 
 def test_a_slow_view_is_built_off_the_event_loop_and_the_other_samples_are_unchanged(tmp_path, small_records,
                                                                                    monkeypatch):
     threads: list[str] = []
     real = views.compute_view
+    view_started, loop_ran = threading.Event(), threading.Event()
+    seen_while_held: list[bool] = []
 
-    def recording(*args, **kwargs):
+    def recording(state, tool_name, *args, **kwargs):
         threads.append(threading.current_thread().name)
-        return real(*args, **kwargs)
+        if tool_name == "f" and isinstance(state, dict) and "d" in state:  # the hostile view: held until the
+            view_started.set()                                             # event loop is seen to run beside it
+            seen_while_held.append(loop_ran.wait(HOLD_TIMEOUT_S))
+        return real(state, tool_name, *args, **kwargs)
 
     monkeypatch.setattr(views, "compute_view", recording)
-    clean, _ = asyncio.run(_run_with_ticker(list(small_records), tmp_path / "clean"))
+    clean = asyncio.run(_run_with_ticker(list(small_records), tmp_path / "clean"))
     records = list(small_records)
     records.insert(3, _hostile(records[0]))
-    rows, longest_gap = asyncio.run(_run_with_ticker(records, tmp_path / "hostile"))
+    rows = asyncio.run(_run_with_ticker(records, tmp_path / "hostile", view_started, loop_ran))
     assert threads and all(name.startswith("envsim-prompt") for name in threads), set(threads)
-    assert longest_gap < 1.0, f"the event loop stalled {longest_gap:.2f} s"
+    assert seen_while_held and all(seen_while_held), "the event loop did not run while the slow view was built"
     assert rows["hostile-view"]["status"] == "scored"
     keep = ("status", "fm", "cm", "answer", "prompt_tokens")
     assert {k: {f: v.get(f) for f in keep} for k, v in rows.items() if k != "hostile-view"} == \
