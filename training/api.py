@@ -86,7 +86,7 @@ def train_data(out: str | Path, *, recipe: str = "default", rationales: bool = F
     from envsim.envs.registry import list_envs
     from envsim.progress import progress as tqdm
     from envsim.tokens import TokenizerUnavailable, get_tokenizer
-    from envsim.training.data import OverCutoffError, build_sft_data, load_recipe
+    from envsim.training.data import OverCutoffError, build_sft_data, load_recipe, recipe_envs
 
     if over_cutoff not in ("drop", "refuse"):
         raise TrainDataStopped(f"over_cutoff must be 'drop' or 'refuse', not {over_cutoff!r}")
@@ -106,7 +106,10 @@ def train_data(out: str | Path, *, recipe: str = "default", rationales: bool = F
         return _own_env_data(list(envs), spec, out_dir, exclude=[Path(p) for p in exclude],
                              prompt_version=prompt_version, cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=counter,
                              workers=workers)
-    envs = training_envs([e.id for e in list_envs() if e.builtin], version)
+    try:
+        envs = recipe_envs(spec, training_envs([e.id for e in list_envs() if e.builtin], version))
+    except ValueError as exc:
+        raise TrainDataStopped(str(exc)) from None
     with tqdm(total=len(envs), desc="rollouts (train)", unit="env") as bar:
         try:
             stats = build_sft_data(spec, out_dir, version=version, workers=workers, rationales=rationales,

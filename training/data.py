@@ -39,7 +39,7 @@ class OverCutoffError(ValueError):
     """Samples whose full chat exceeds the SFT cutoff, with ``over_cutoff='refuse'``."""
 
 
-SHIPPED_RECIPES: tuple[str, ...] = ("default", "smoke", "small-view")
+SHIPPED_RECIPES: tuple[str, ...] = ("default", "smoke", "small-view", "in-env")
 
 
 def load_recipe(source: str | Path | None) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def recipe_records(recipe: dict[str, Any], *, version: str = "v1", workers: int 
                    env_ids: list[str] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The rollout pool of the training environments and the recipe's sample of it (no held-out env)."""
     all_envs = [e.id for e in list_envs() if e.builtin]
-    envs = env_ids if env_ids is not None else training_envs(all_envs, version)
+    envs = env_ids if env_ids is not None else recipe_envs(recipe, training_envs(all_envs, version))
     assert_no_test_envs(envs, version)
     rollout = recipe.get("rollout", {})
     pool = build_pool(envs, rollout.get("seed", 11), rollout.get("episodes", 8), rollout.get("steps", 40), "train",
@@ -155,6 +155,17 @@ def recipe_records(recipe: dict[str, Any], *, version: str = "v1", workers: int 
     records = stratified_sample(pool, spec, seed=rollout.get("seed", 11))
     assert_no_test_envs((r["env"] for r in records), version)
     return pool, records
+
+
+def recipe_envs(recipe: dict[str, Any], training: list[str]) -> list[str]:
+    """The recipe's ``envs`` (each must be a training-split environment), else every training environment."""
+    chosen = recipe.get("envs")
+    if not chosen:
+        return training
+    unknown = [e for e in chosen if e not in training]
+    if unknown:
+        raise ValueError(f"recipe envs not in the training split: {', '.join(unknown)}")
+    return list(chosen)
 
 
 def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1", workers: int = 1,
@@ -191,5 +202,23 @@ def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1"
                               cutoff=cutoff)
     if report:
         stats["shortfall"] = report
+    if recipe.get("heldout"):
+        stats["heldout"] = write_recipe_heldout(recipe, pool, out_dir, mode=mode, prompt_version=prompt_version,
+                                                cutoff=cutoff, tokenizer=tokenizer, workers=workers)
     write_json(out_dir / "stats.json", stats)
+    return stats
+
+
+def write_recipe_heldout(recipe: dict[str, Any], pool: list[dict[str, Any]], out_dir: Path, *, mode: str,
+                         prompt_version: str, cutoff: int, tokenizer: Any, workers: int = 1) -> dict[str, Any]:
+    """The recipe's in-environment held-out set (``training.heldout``) written to ``OUT/heldout.jsonl``; its stats."""
+    from envsim.tokens import get_tokenizer
+    from envsim.training.heldout import build_heldout, write_heldout
+
+    counter = tokenizer if hasattr(tokenizer, "chat") else get_tokenizer(tokenizer)
+    envs = sorted({r["env"] for r in pool})
+    records, stats = build_heldout(recipe["heldout"], envs, pool, prompt_mode=mode, prompt_version=prompt_version,
+                                   cutoff=cutoff, counter=counter, workers=workers)
+    stats["file"] = str(write_heldout(records, out_dir))
+    stats.update(prompt_mode=mode, prompt_version=prompt_version)
     return stats

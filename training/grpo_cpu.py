@@ -358,6 +358,7 @@ def train_step(model: Any, optimizer: Any, data: StepData, settings: CPUGRPOSett
     std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / len(rewards))
     tokens = [len(c.token_ids) for group in data.completions for c in group]
     return {"reward_mean": mean, "reward_std": std, **_rates(scores), "zero_spread_groups": zero,
+            "zero_spread_share": zero / max(len(data.records), 1),
             "groups": len(data.records), "loss": loss_value, "grad_norm": grad_norm,
             "completion_tokens_mean": sum(tokens) / len(tokens),
             "finished_rate": sum(c.finished for g in data.completions for c in g) / len(tokens),
@@ -368,7 +369,8 @@ def train_step(model: Any, optimizer: Any, data: StepData, settings: CPUGRPOSett
 def _progress(step: int, total: int, row: dict[str, Any], elapsed: float) -> str:
     per_step = elapsed / step
     return (f"step {step}/{total}  reward {row['reward_mean']:.3f}±{row['reward_std']:.3f}  "
-            f"FM {row['fm_rate']:.2f} CM {row['cm_rate']:.2f} format {row['format_rate']:.2f}  "
+            f"FM {row['fm_rate']:.2f} CM {row['cm_rate']:.2f} format {row['format_rate']:.2f} "
+            f"partial {row['partial_rate']:.2f}  "
             f"zero-spread {row['zero_spread_groups']}/{row['groups']}  {per_step:.1f} s/step  "
             f"ETA {per_step * (total - step):.0f} s")
 
@@ -462,6 +464,8 @@ def train_grpo_cpu(settings: CPUGRPOSettings, echo: Callable[[str], None] | None
                "policy": str(out / "policy"), "seconds": time.monotonic() - started,
                "reward_by_step": [r["reward_mean"] for r in history],
                "zero_spread_groups": sum(r["zero_spread_groups"] for r in history),
+               "zero_spread_share": (sum(r["zero_spread_groups"] for r in history)
+                                     / max(sum(r["groups"] for r in history), 1)),
                "trainable_parameters": sum(p.numel() for p in trainable)}
     write_json(out / "summary.json", summary)
     return summary

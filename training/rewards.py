@@ -1,11 +1,16 @@
 """Verifiable rewards for RL on simulator outputs, computed by the evaluator's own scorer.
 
-Three components, each a TRL reward function (``fn(completions, record, **kwargs) -> list[float]``)
+Four components, each a TRL reward function (``fn(completions, record, **kwargs) -> list[float]``)
 so TRL logs them separately and combines them with the user's weights:
 
 * ``format``: the answer parses into an observation and a valid patch (or next state);
 * ``fm``: Feedback Match, the observation equals the true one;
-* ``cm``: Config Match, the predicted next state equals the true one.
+* ``cm``: Config Match, the predicted next state equals the true one;
+* ``partial``: partial credit in [0, 1], the mean of the patch-op F1 against the true patch and the observation's
+  leaf F1 (``training.partial_credit``). It is what gives a GRPO group variance on a state-changing call that no
+  completion gets exactly right.
+
+Default weights (the shipped recipe on CPU and GPU alike): format 0.2, FM 1, CM 1, partial 1.
 
 The dataset column ``record`` holds the benchmark record as JSON text (Arrow cannot hold states of
 every shape in one column type).
@@ -21,9 +26,10 @@ from typing import Any, Callable
 
 from envsim.evaluation.scoring.parsing import parse_answer
 from envsim.evaluation.scoring.scoring import SampleScore, score_prediction
+from envsim.training.partial_credit import partial_credit
 
 RewardFunction = Callable[..., list[float]]
-COMPONENTS: tuple[str, ...] = ("format", "fm", "cm")
+COMPONENTS: tuple[str, ...] = ("format", "fm", "cm", "partial")
 
 
 @dataclass(frozen=True)
@@ -33,10 +39,11 @@ class RewardWeights:
     cm: float = 1.0
     fm: float = 1.0
     format: float = 0.2
+    partial: float = 1.0
 
     def as_list(self) -> list[float]:
         """Weights in ``COMPONENTS`` order (TRL's ``reward_weights``)."""
-        return [self.format, self.fm, self.cm]
+        return [self.format, self.fm, self.cm, self.partial]
 
     def to_json(self) -> dict[str, float]:
         """Plain dict for run configs."""
@@ -54,28 +61,48 @@ def completion_text(completion: Any) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class RewardScore:
+    """The evaluator's score of one completion and its partial credit; reads through to the score's fields
+    (``parsed``, ``fm``, ``cm``, ``reason``, ...)."""
+
+    score: SampleScore
+    partial: float = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "score":                     # not set yet (copy/unpickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.score, name)
+
+
 @lru_cache(maxsize=8192)
-def _score(record_json: str, text: str) -> SampleScore:
-    return score_prediction(json.loads(record_json), parse_answer(text))
+def _score(record_json: str, text: str) -> RewardScore:
+    record, answer = json.loads(record_json), parse_answer(text)
+    score = score_prediction(record, answer)
+    return RewardScore(score, partial_credit(record, answer, score.delta_f1))
 
 
-def score_completion(record: str | dict[str, Any], completion: Any) -> SampleScore:
-    """Score one completion against its record with the evaluator's scorer (never raises)."""
+def score_completion(record: str | dict[str, Any], completion: Any) -> RewardScore:
+    """Score one completion against its record with the evaluator's scorer, with its partial credit (never
+    raises)."""
     record_json = record if isinstance(record, str) else json.dumps(record, sort_keys=True)
     try:
         return _score(record_json, completion_text(completion))
     except Exception as exc:  # noqa: BLE001 - a reward must not crash training on a hostile answer
-        return SampleScore(False, False, False, False, 0.0, 0.0, 0.0, reason=f"scoring failed: {type(exc).__name__}")
+        return RewardScore(SampleScore(False, False, False, False, 0.0, 0.0, 0.0,
+                                       reason=f"scoring failed: {type(exc).__name__}"))
 
 
-def component_value(score: SampleScore, component: str) -> float:
-    """0/1 value of one reward component for a score."""
+def component_value(score: RewardScore, component: str) -> float:
+    """Value of one reward component for a score: 0/1 for format, FM and CM; [0, 1] for partial."""
     if component == "format":
         return float(score.parsed)
     if component == "fm":
         return float(score.fm)
     if component == "cm":
         return float(score.cm)
+    if component == "partial":
+        return float(score.partial)
     raise ValueError(f"unknown reward component {component!r}; choose from {', '.join(COMPONENTS)}")
 
 
@@ -107,7 +134,7 @@ def reward_function(component: str, log_path: Path | None = None) -> RewardFunct
 
 
 def reward_functions(log_path: Path | None = None) -> list[RewardFunction]:
-    """The three component reward functions, in ``COMPONENTS`` order (the first one logs completions)."""
+    """The component reward functions, in ``COMPONENTS`` order (the first one logs completions)."""
     return [reward_function(c, log_path if i == 0 else None) for i, c in enumerate(COMPONENTS)]
 
 

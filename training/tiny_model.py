@@ -23,8 +23,12 @@ def texts_from_sft(path: Path) -> list[str]:
 
 
 def build_tiny_model(out_dir: Path, texts: Iterable[str], *, vocab_size: int = 2000, hidden_size: int = 64,
-                     layers: int = 2, heads: int = 4, kv_heads: int = 2, seed: int = 0) -> dict[str, int]:
-    """Train the tokenizer on ``texts``, initialise a tiny Qwen3 model and save both to ``out_dir``."""
+                     layers: int = 2, heads: int = 4, kv_heads: int = 2, seed: int = 0,
+                     tie_embeddings: bool = True) -> dict[str, int]:
+    """Train the tokenizer on ``texts``, initialise a tiny Qwen3 model and save both to ``out_dir``.
+
+    ``tie_embeddings=False`` gives the model its own output layer: training only its last layers (the CPU SFT
+    loop) then trains that layer too, where a tied one would stay at its random initialisation."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
@@ -42,7 +46,7 @@ def build_tiny_model(out_dir: Path, texts: Iterable[str], *, vocab_size: int = 2
     torch.manual_seed(seed)
     config = Qwen3Config(vocab_size=len(fast), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
                          num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
-                         head_dim=hidden_size // heads, max_position_embeddings=16384, tie_word_embeddings=True,
+                         head_dim=hidden_size // heads, max_position_embeddings=16384, tie_word_embeddings=tie_embeddings,
                          eos_token_id=fast.convert_tokens_to_ids("<|im_end|>"),
                          pad_token_id=fast.convert_tokens_to_ids("<|endoftext|>"))
     model = Qwen3ForCausalLM(config)

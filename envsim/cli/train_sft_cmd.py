@@ -43,13 +43,19 @@ from envsim.cli.launch_options import TRAIN_INSTALL, RunFiles, launch, node_head
 @click.option("--threads", type=int, default=None,
               help="CPU threads of the trainer (OMP_NUM_THREADS); default: 1 on a machine of at most 2 cores, "
                    "else torch's default. An exported OMP_NUM_THREADS wins over the default.")
+@click.option("--device", type=click.Choice(["auto", "cpu"]), default="auto", show_default=True,
+              help="cpu: EnvSim's CPU loop (training/sft_cpu.py) instead of LLaMA-Factory: the last --freeze-layers "
+                   "layers train on cached activations of the frozen ones, loss on the answer tokens as "
+                   "LLaMA-Factory's; --batch counts samples per step, --max-steps and --template do not apply.")
+@click.option("--save-at", default=None, metavar="N[,N...]",
+              help="--device cpu: also write RUN/checkpoint-N after N samples seen (a learning curve).")
 @click.option("--dry-run", is_flag=True,
               help="Write and print the config files and print the command instead of launching.")
 def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus: int | None, nnodes: int | None,
             node_rank: int | None, master_addr: str | None, master_port: int | None, template: str,
             learning_rate: float, epochs: float, cutoff_len: int, effective_batch: int, max_steps: int | None,
             no_bf16: bool, finetuning: str, lora_rank: int, freeze_layers: int, no_gradient_checkpointing: bool,
-            threads: int | None, dry_run: bool) -> None:
+            threads: int | None, dry_run: bool, device: str = "auto", save_at: str | None = None) -> None:
     """Write the LLaMA-Factory YAML (+ ZeRO-3 JSON) and launch SFT (full-parameter by default; on one or several nodes:
     run the same command on every node, e.g. with srun).
 
@@ -61,6 +67,13 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
     from envsim.training.sft import SFTSettings, find_launcher, launch_command, thread_env, write_sft_files
     from envsim.training.sft_progress import LOG_NAME, ProgressFollower
 
+    if device == "cpu":
+        _cpu_loop(model, data_dir, dataset, run_dir, learning_rate=learning_rate, epochs=epochs,
+                  batch=effective_batch, freeze_layers=freeze_layers, cutoff=cutoff_len, threads=threads,
+                  save_at=save_at, finetuning=finetuning, dry_run=dry_run)
+        return
+    if save_at:
+        raise click.UsageError("--save-at needs --device cpu (LLaMA-Factory: set save_steps in the YAML)")
     layout = resolve_nodes(nnodes, node_rank, master_addr, master_port, gpus)
     gpus = layout.gpus_per_node
 
@@ -104,3 +117,47 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
     samples_per_step = settings.per_device_batch * settings.gradient_accumulation * gpus * layout.nnodes
     with ProgressFollower(settings.output_dir / LOG_NAME, samples_per_step, lambda line: click.echo(line, err=True)):
         launch(command, extra_env, "llamafactory-cli", run, [config_path, ds_path])
+
+
+def parse_save_at(text: str | None) -> tuple[int, ...]:
+    """``--save-at 40,80,160`` as sample counts."""
+    if not text:
+        return ()
+    try:
+        points = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: give sample counts separated by commas, e.g. 40,80,160",
+                                 param_hint="--save-at") from None
+    if any(n < 1 for n in points):
+        raise click.BadParameter("sample counts must be at least 1", param_hint="--save-at")
+    return points
+
+
+def _cpu_loop(model: str, data_dir: Path, dataset: str | None, run_dir: Path, *, learning_rate: float, epochs: float,
+              batch: int, freeze_layers: int, cutoff: int, threads: int | None, save_at: str | None,
+              finetuning: str, dry_run: bool) -> None:
+    """``envsim train sft --device cpu``: the CPU loop of ``training.sft_cpu``."""
+    from envsim.training.sft_cpu import CPUSFTSettings, dataset_file, train_sft_cpu
+
+    if finetuning != "freeze":
+        raise click.UsageError("--device cpu trains the last layers only: use --finetuning freeze")
+    try:
+        dataset_file(data_dir, dataset)
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    settings = CPUSFTSettings(model=model, data_dir=data_dir.resolve(), dataset=dataset, output_dir=run_dir,
+                              learning_rate=learning_rate, epochs=epochs, batch=batch, trainable_layers=freeze_layers,
+                              cutoff=cutoff, save_at=parse_save_at(save_at), threads=threads)
+    try:
+        settings.check()
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    if dry_run:
+        click.echo(json.dumps(settings.to_json(), indent=2))
+        return
+    try:
+        summary = train_sft_cpu(settings, lambda line: click.echo(line, err=True))
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(summary, indent=2))
+    click.echo(f"model directory: {run_dir / 'checkpoints'}")

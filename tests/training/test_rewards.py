@@ -20,11 +20,11 @@ NULL_ANSWER = json.dumps({"observation": {"success": True}, "patch": []})
 
 
 def test_gold_answer_earns_every_component(small_records):
-    weights = RewardWeights(cm=1.0, fm=0.5, format=0.25)
+    weights = RewardWeights(cm=1.0, fm=0.5, format=0.25, partial=0.5)
     for record in small_records:
-        assert total_reward(record, target_answer(record), weights) == pytest.approx(1.75)
+        assert total_reward(record, target_answer(record), weights) == pytest.approx(2.25)
         assert total_reward(json.dumps(record), [{"role": "assistant", "content": target_answer(record)}],
-                            weights) == pytest.approx(1.75)
+                            weights) == pytest.approx(2.25)
 
 
 def test_null_answer_earns_cm_only_where_nothing_changes(small_records):
@@ -32,7 +32,8 @@ def test_null_answer_earns_cm_only_where_nothing_changes(small_records):
         score = score_completion(record, NULL_ANSWER)
         assert score.parsed
         assert score.cm == (record["stratum"] in ("failure", "no_change"))
-        expected = 0.2 + float(score.cm) + float(score.fm)
+        assert score.partial == (1.0 if score.cm and score.fm else score.partial)
+        expected = 0.2 + float(score.cm) + float(score.fm) + score.partial
         assert total_reward(record, NULL_ANSWER, RewardWeights()) == pytest.approx(expected)
 
 
@@ -90,11 +91,11 @@ def test_settings_checks_and_grpo_arguments(tmp_path):
                           weights=RewardWeights(cm=2.0, fm=1.0, format=0.1), num_generations=4, per_device_batch=8)
     settings.check()
     args = grpo_arguments(settings)
-    assert args["reward_weights"] == [0.1, 1.0, 2.0] and args["num_generations"] == 4
+    assert args["reward_weights"] == [0.1, 1.0, 2.0, 1.0] and args["num_generations"] == 4
     assert args["max_prompt_length"] is None and args["bf16"] and not args["use_vllm"]
     assert RLSettings.from_json(json.loads(json.dumps(settings.to_json()))) == settings
     for bad, message in [({"num_generations": 1}, "at least 2"), ({"per_device_batch": 6}, "multiple"),
-                         ({"weights": RewardWeights(0, 0, 0)}, "zero"), ({"prompt_mode": "x"}, "prompt mode")]:
+                         ({"weights": RewardWeights(0, 0, 0, 0)}, "zero"), ({"prompt_mode": "x"}, "prompt mode")]:
         with pytest.raises(ValueError, match=message):
             RLSettings(**{**settings.__dict__, **bad}).check()
     vllm = grpo_arguments(RLSettings(**{**settings.__dict__, "use_vllm": True}))
@@ -152,8 +153,8 @@ def test_rl_dry_run_writes_config_and_command(tmp_path):
                                        "--dry-run"])
     assert result.exit_code == 0, result.output
     config = json.loads((tmp_path / "run" / "rl_config.json").read_text())
-    assert config["settings"]["weights"] == {"cm": 2.0, "fm": 1.0, "format": 0.2}
-    assert config["grpo"]["reward_weights"] == [0.2, 1.0, 2.0]
+    assert config["settings"]["weights"] == {"cm": 2.0, "fm": 1.0, "format": 0.2, "partial": 1.0}
+    assert config["grpo"]["reward_weights"] == [0.2, 1.0, 2.0, 1.0]
     assert config["settings"]["output_dir"] == str((tmp_path / "run" / "policy").resolve())
     assert result.output.rstrip().endswith(f"-m envsim.training.rl {tmp_path / 'run' / 'rl_config.json'}")
     bad = CliRunner().invoke(main, ["train", "rl", "--model", "/m", "--records", str(records), "--out",

@@ -1,93 +1,124 @@
-"""Real training steps on CPU: tiny local model -> envsim train data -> envsim train sft (llamafactory-cli)
--> envsim serve -> envsim eval. (GRPO steps run in test_learning_cpu.py, from the checkpoint that learned.)
-
-Runs where the [train] extra is installed (CI installs it in a second virtual environment)."""
+"""The CPU SFT loop (``training.sft_cpu``) on a tiny local model: the cached-activation path computes exactly the
+loss of a whole forward pass, only the last layers change, the answers are learnt (loss falls, greedy decoding
+reproduces them), checkpoints land where asked with their prompt settings; ``envsim train sft --device cpu`` and
+``envsim train fit-check`` end to end."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-pytest.importorskip("llamafactory", reason="needs the [train] extra")
+torch = pytest.importorskip("torch", reason="needs the [train] extra")
+pytest.importorskip("transformers", reason="needs the [train] extra")
 pytestmark = pytest.mark.train
 
-from envsim.cli import main  # noqa: E402
-from envsim.construction.splits import training_envs  # noqa: E402
-from envsim.envs.registry import list_envs  # noqa: E402
-from envsim.training.data import build_sft_data  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+from transformers import AutoModelForCausalLM  # noqa: E402
 
-RECIPE = {"name": "cpu_smoke", "prompt_mode": "mdp", "rollout": {"seed": 5, "episodes": 1, "steps": 20},
-          "cells": [{"stratum": "failure", "n": 4}, {"stratum": "no_change", "n": 4}, {"stratum": "simple", "n": 4},
-                    {"delta_range": [3, 12], "n": 4}]}
+from envsim.cli import main  # noqa: E402
+from envsim.training.rl import _tokenizer  # noqa: E402
+from envsim.training.sft_cpu import (CPUSFTSettings, FrozenActivations, answer_loss, dataset_file,  # noqa: E402
+                                     read_samples, schedule, shared_prefix, tokenize_sample, train_sft_cpu)
+from envsim.training.tiny_model import build_tiny_model, texts_from_sft  # noqa: E402
+
+LAYERS = 3
+RECIPE = {"name": "tiny-sft", "prompt_mode": "mdp-view", "prompt_version": "3",
+          "envs": ["spa_appointments-v1"], "rollout": {"seed": 13, "episodes": 2, "steps": 20},
+          "cells": [{"stratum": "failure", "n": 3}, {"stratum": "no_change", "n": 3}, {"stratum": "simple", "n": 2}]}
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory) -> dict[str, Path]:
-    """SFT data of 4 training envs, a tiny model built on it, and 2 real LLaMA-Factory SFT steps."""
-    import os
-    import sys
-
-    root = tmp_path_factory.mktemp("smoke")
-    data = root / "data"
-    build_sft_data(RECIPE, data, env_ids=training_envs([e.id for e in list_envs() if e.builtin])[:4])
-    runner = CliRunner()
-    built = runner.invoke(main, ["train", "tiny-model", "--data", str(data), "--out", str(root / "tiny")])
-    assert built.exit_code == 0, built.output
-    old_path = os.environ.get("PATH", "")
-    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{old_path}"
-    try:
-        assert shutil.which("llamafactory-cli")
-        sft = runner.invoke(main, ["train", "sft", "--model", str(root / "tiny"), "--data", str(data),
-                                   "--out", str(root / "sft"), "--cutoff", "4096", "--batch", "2", "--max-steps", "2",
-                                   "--no-bf16"])
-    finally:
-        os.environ["PATH"] = old_path
-    return {"data": data, "tiny": root / "tiny", "sft": root / "sft" / "checkpoints", "built": built.output,
-            "sft_output": sft.output, "sft_exit": sft.exit_code}
-
-
-def test_tiny_model_then_real_llamafactory_sft_steps(smoke):
-    info = json.loads(smoke["built"][smoke["built"].rindex('{"model_dir"'):])
-    assert info["parameters"] < 1_000_000
-    assert (smoke["tiny"] / "model.safetensors").exists() and (smoke["tiny"] / "tokenizer.json").exists()
-    assert smoke["sft_exit"] == 0, smoke["sft_output"]
-    assert (smoke["sft"] / "model.safetensors").exists()
-    state = json.loads((smoke["sft"] / "trainer_state.json").read_text())
-    assert state["global_step"] == 2
-
-
-def test_serve_trained_tiny_model_and_evaluate(smoke, tmp_path, serve_and_evaluate):
-    """tiny model -> 2 SFT steps -> envsim serve (transformers) -> envsim eval --limit 20: a complete run directory."""
-    assert smoke["sft_exit"] == 0, smoke["sft_output"]
-    summary = serve_and_evaluate(smoke["sft"], tmp_path / "eval")
-    assert summary["scored"] == 20 and summary["infra_failures"] == 0
-
-
-def test_freeze_finetuning_trains_only_the_last_layers(smoke, tmp_path):
-    """``--finetuning freeze --freeze-layers 1`` on the 2-layer tiny model: layer 1 moves, layer 0 and the
-    embeddings stay exactly as they were (what makes it cheap: no backward pass below the trained layers)."""
-    import os
-    import sys
-
-    from safetensors.torch import load_file
-
-    old_path = os.environ.get("PATH", "")
-    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{old_path}"
-    try:
-        result = CliRunner().invoke(main, ["train", "sft", "--model", str(smoke["tiny"]), "--data", str(smoke["data"]),
-                                           "--out", str(tmp_path / "freeze"), "--cutoff", "4096", "--batch", "2",
-                                           "--max-steps", "2", "--lr", "1e-3", "--no-bf16", "--finetuning", "freeze",
-                                           "--freeze-layers", "1", "--no-gradient-checkpointing"])
-    finally:
-        os.environ["PATH"] = old_path
+def tiny(tmp_path_factory) -> dict:
+    """SFT data of one environment (views, prompt version 3) and a 3-layer tiny model built on its texts."""
+    root = tmp_path_factory.mktemp("sft-cpu")
+    recipe = root / "recipe.json"
+    recipe.write_text(json.dumps(RECIPE))
+    result = CliRunner().invoke(main, ["train", "data", "--recipe", str(recipe), "--out", str(root / "data"),
+                                       "--cutoff", "8192"])
     assert result.exit_code == 0, result.output
-    before = load_file(str(smoke["tiny"] / "model.safetensors"))
-    after = load_file(str(tmp_path / "freeze" / "checkpoints" / "model.safetensors"))
-    assert set(after) <= set(before)
-    changed = {name for name in after if not before[name].equal(after[name])}
-    assert changed and all(name.startswith("model.layers.1.") for name in changed), sorted(changed)
-    assert not any(name.startswith(("model.layers.0.", "model.embed_tokens")) for name in changed)
+    # untied output layer: it trains with the last layers (a tied one stays at its random initialisation)
+    build_tiny_model(root / "model", texts_from_sft(dataset_file(root / "data")), hidden_size=64, layers=LAYERS,
+                     tie_embeddings=False)
+    return {"root": root, "data": root / "data", "model": root / "model"}
+
+
+def test_cached_activations_give_the_whole_forward_loss(tiny):
+    tokenizer = _tokenizer(str(tiny["model"]))
+    model = AutoModelForCausalLM.from_pretrained(str(tiny["model"]), dtype=torch.float32, attn_implementation="sdpa")
+    samples = [tokenize_sample(tokenizer, s) for s in read_samples(dataset_file(tiny["data"]))][:3]
+    sequences = [s.prompt_ids + s.answer_ids[:-1] for s in samples]
+    prefix = shared_prefix(sequences)
+    assert 0 < prefix < min(len(q) for q in sequences)           # the system prompt is shared
+    frozen = FrozenActivations(model, 2, sequences[0][:prefix])
+    for sample, ids in zip(samples, sequences):
+        assert sample.answer_ids[-1] == tokenizer.convert_tokens_to_ids("<|im_end|>")
+        loss, wrong = answer_loss(model, frozen(ids), sample, 2)
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([ids])).logits[0]
+        start = len(sample.prompt_ids) - 1
+        expected = torch.nn.functional.cross_entropy(logits[start:start + len(sample.answer_ids)],
+                                                     torch.tensor(sample.answer_ids), reduction="sum")
+        assert float(loss) == pytest.approx(float(expected), rel=1e-4)
+        argmax = logits[start:start + len(sample.answer_ids)].argmax(-1)
+        assert wrong == int((argmax != torch.tensor(sample.answer_ids)).sum())
+
+
+def test_schedule_covers_every_sample_each_epoch():
+    settings = CPUSFTSettings(model="m", data_dir=Path("d"), output_dir=Path("o"), epochs=2.5, seed=3)
+    order = schedule(4, settings)
+    assert len(order) == 10 and sorted(order[:4]) == sorted(order[4:8]) == [0, 1, 2, 3]
+
+
+def test_training_learns_the_answers_and_only_the_last_layers_change(tiny, tmp_path):
+    settings = CPUSFTSettings(model=str(tiny["model"]), data_dir=tiny["data"], output_dir=tmp_path / "run",
+                              learning_rate=1e-2, epochs=60, batch=1, trainable_layers=2, max_samples=4,
+                              save_at=(8, 60), warmup_ratio=0.0, threads=1)
+    summary = train_sft_cpu(settings, echo=lambda line: None)
+    log = [json.loads(line) for line in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
+    assert log[-1]["loss"] < 0.05 * log[0]["loss"]
+    assert summary["samples_seen"] == 240 and len(log) == 240
+    assert sum(row["greedy_exact"] for row in log[-4:]) >= 3      # teacher-forced argmax = every answer token
+    for point in (8, 60):
+        meta = json.loads((tmp_path / "run" / f"checkpoint-{point}" / "envsim_training.json").read_text())
+        assert meta["prompt_mode"] == "mdp-view" and meta["prompt_version"] == "3" and meta["samples_seen"] == point
+    before = AutoModelForCausalLM.from_pretrained(str(tiny["model"]))
+    after = AutoModelForCausalLM.from_pretrained(str(tmp_path / "run" / "checkpoints"))
+    frozen_same = [torch.equal(a, b) for (name, a), b in zip(before.named_parameters(), after.parameters())
+                   if ".layers.0." in name or "embed_tokens" in name]
+    trained_same = [torch.equal(a, b) for (name, a), b in zip(before.named_parameters(), after.parameters())
+                    if f".layers.{LAYERS - 1}." in name]
+    assert frozen_same and all(frozen_same) and not all(trained_same)
+
+
+def test_cli_device_cpu_trains_and_refuses_what_it_cannot_do(tiny, tmp_path):
+    base = ["train", "sft", "--model", str(tiny["model"]), "--data", str(tiny["data"]), "--device", "cpu"]
+    refused = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "a")])
+    assert refused.exit_code != 0 and "--finetuning freeze" in refused.output
+    bad = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "b"), "--finetuning", "freeze", "--save-at", "x"])
+    assert bad.exit_code != 0 and "--save-at" in bad.output
+    result = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "c"), "--finetuning", "freeze",
+                                       "--freeze-layers", "1", "--epochs", "1", "--batch", "4", "--lr", "1e-3",
+                                       "--save-at", "4", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "c" / "checkpoints" / "model.safetensors").exists()
+    assert (tmp_path / "c" / "checkpoint-4" / "model.safetensors").exists()
+    assert json.loads((tmp_path / "c" / "summary.json").read_text())["samples_seen"] == 8
+
+
+@pytest.mark.slow
+def test_fit_check_on_a_tiny_random_model(tiny, tmp_path):
+    """The fit check end to end: a tiny random model fits 4 samples and the scorer says so (exit 0); with one
+    epoch at a tiny learning rate it cannot, and the command exits 1 with the figures written."""
+    base = ["train", "fit-check", "--model", str(tiny["model"]), "--data", str(tiny["data"]), "--samples", "4",
+            "--freeze-layers", "3", "--threads", "1"]
+    fitted = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "fit"), "--epochs", "60", "--lr", "1e-2",
+                                       "--batch", "1", "--min-cm", "0.75"])
+    assert fitted.exit_code == 0, fitted.output
+    figures = json.loads((tmp_path / "fit" / "fit_check.json").read_text())
+    assert figures["cm"] >= 0.75 and figures["parse_valid"] == 1.0 and figures["passed"]
+    unfit = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "unfit"), "--epochs", "1", "--lr", "1e-6"])
+    assert unfit.exit_code == 1
+    figures = json.loads((tmp_path / "unfit" / "fit_check.json").read_text())
+    assert not figures["passed"] and figures["cm"] < 0.9 and len(figures["misses"]) >= 1
