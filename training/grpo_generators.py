@@ -110,10 +110,14 @@ def ids_from_pieces(tokenizer: Any, pieces: list[dict[str, Any]], text: str) -> 
 
 def llama_cpp_response_format(field: dict[str, Any] | None) -> dict[str, Any] | None:
     """OpenAI's ``{"type": "json_schema", "json_schema": {"schema": ...}}`` in the form llama-cpp-python's server
-    accepts (it validates ``type`` as ``text`` or ``json_object`` and takes the schema from ``schema``)."""
+    accepts (it validates ``type`` as ``text`` or ``json_object`` and takes the schema from ``schema``), empty
+    schemas spelled out as the serving shim does (``llama_cpp_server.explicit_any``: ``{}`` would decode as an
+    object only)."""
+    from envsim.training.llama_cpp_server import explicit_any
+
     if field is None or field.get("type") != "json_schema":
         return field
-    return {"type": "json_object", "schema": field["json_schema"]["schema"]}
+    return {"type": "json_object", "schema": explicit_any(field["json_schema"]["schema"])}
 
 
 class EndpointGenerator:

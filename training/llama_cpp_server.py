@@ -4,7 +4,15 @@ llama-cpp-python 0.3.x validates ``response_format.type`` as ``text`` or ``json_
 ``json_object`` constrains decoding to that schema) and answers OpenAI's ``{"type": "json_schema",
 "json_schema": {"schema": ...}}`` with HTTP 500. ``envsim serve --backend llama.cpp`` runs this module instead
 of ``python -m llama_cpp.server``: chat requests are rewritten to llama-cpp-python's form before its app reads
-them, so a client sends the one standard field to vLLM, OpenAI and llama.cpp alike. Every flag of
+them, so a client sends the one standard field to vLLM, OpenAI and llama.cpp alike.
+
+The rewrite also spells out JSON Schema's empty schema. ``{}`` means "any JSON value", but llama-cpp-python
+0.3.36's schema-to-grammar converter (``llama_grammar.SchemaConverter``) turns it into the rule ``object``: under
+EnvSim's answer schema every patch operation's ``value`` could only be an object, so ``{"op": "replace", "path":
+"/gold", "value": 277}`` came out as ``"value": { }`` and no state-changing answer applied (found on 2026-11-28:
+a fitted checkpoint wrote 18 of 24 of its training answers exactly with transformers and 8 through this
+server). Each ``{}`` in a schema position becomes ``{"type": [every JSON type]}``, which the converter reads as
+any value. Every flag of
 ``python -m llama_cpp.server`` is accepted (its own argument parser builds the settings).
 
     python -m envsim.training.llama_cpp_server --model M.gguf --n_threads 1 --port 8000
@@ -20,9 +28,36 @@ Message = dict[str, Any]
 ASGIApp = Callable[[Message, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 
 
+#: JSON Schema's "any value", spelled so that llama-cpp-python's grammar converter reads it as such.
+ANY_VALUE: dict[str, Any] = {"type": ["object", "array", "string", "number", "boolean", "null"]}
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_VALUES = ("items", "additionalProperties", "not", "contains")
+
+
+def explicit_any(schema: Any) -> Any:
+    """``schema`` with every empty schema ``{}`` in a schema position replaced by ``ANY_VALUE`` (a copy; keywords
+    that hold data, such as ``enum`` or ``const``, are left as they are)."""
+    if not isinstance(schema, dict):
+        return schema
+    if not schema:
+        return dict(ANY_VALUE)
+    out = dict(schema)
+    for key in _SCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: explicit_any(value) for name, value in out[key].items()}
+    for key in _SCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [explicit_any(value) for value in out[key]]
+    for key in _SCHEMA_VALUES:
+        if isinstance(out.get(key), dict):
+            out[key] = explicit_any(out[key])
+    return out
+
+
 def translated_body(raw: bytes) -> bytes:
     """``raw`` with an OpenAI ``json_schema`` response format turned into llama-cpp-python's ``json_object`` +
-    ``schema``; any other body (not JSON, no such field) unchanged."""
+    ``schema`` (empty schemas spelled out: ``explicit_any``); any other body (not JSON, no such field) unchanged."""
     try:
         body = json.loads(raw)
     except ValueError:
@@ -32,7 +67,8 @@ def translated_body(raw: bytes) -> bytes:
         return raw
     spec = fmt.get("json_schema")
     schema = spec.get("schema") if isinstance(spec, dict) else None
-    body["response_format"] = {"type": "json_object", **({"schema": schema} if isinstance(schema, dict) else {})}
+    body["response_format"] = {"type": "json_object",
+                               **({"schema": explicit_any(schema)} if isinstance(schema, dict) else {})}
     return json.dumps(body).encode()
 
 

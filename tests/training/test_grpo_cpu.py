@@ -181,6 +181,7 @@ def test_llama_cpp_generator_path_syncs_records_staleness_and_weights(tiny, tmp_
     assert first["top_p"] == 1.0 and first["top_k"] == 0 and first["temperature"] == 1.0
     assert first["response_format"]["type"] == "json_object"            # llama-cpp-python's spelling
     assert first["response_format"]["schema"]["required"] == ["observation", "patch"]
+    assert first["response_format"]["schema"]["properties"]["observation"]["type"][0] == "object"   # {} spelled out
     assert summary["generator"] == "llama.cpp" and summary["steps"] == 3
     assert not (tmp_path / "rl" / "sync").exists()
     AutoModelForCausalLM.from_pretrained(tmp_path / "rl" / "policy")

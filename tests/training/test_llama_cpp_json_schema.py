@@ -7,14 +7,45 @@ import json
 
 from envsim.evaluation.prompting.answer_schema import answer_schema, response_format
 from envsim.evaluation.endpoints.preflight import EndpointCheck, refused_format
-from envsim.training.llama_cpp_server import JsonSchemaFormat, translated_body
+import pytest
+
+from envsim.training.llama_cpp_server import ANY_VALUE, JsonSchemaFormat, explicit_any, translated_body
 
 
 def test_the_json_schema_form_becomes_json_object_with_the_schema():
     body = {"model": "m", "messages": [], "response_format": response_format("json-schema", "mdp-view", "3")}
     out = json.loads(translated_body(json.dumps(body).encode()))
-    assert out["response_format"] == {"type": "json_object", "schema": answer_schema("mdp-view", "3")}
+    assert out["response_format"] == {"type": "json_object", "schema": explicit_any(answer_schema("mdp-view", "3"))}
     assert out["messages"] == [] and out["model"] == "m"
+
+
+def test_empty_schemas_are_spelled_out_where_they_are_schemas_only():
+    schema = answer_schema("mdp-view", "3")
+    out = explicit_any(schema)
+    assert out["properties"]["observation"] == ANY_VALUE
+    values = [op["properties"]["value"] for op in out["properties"]["patch"]["items"]["anyOf"]
+              if "value" in op["properties"]]
+    assert values == [ANY_VALUE]
+    assert schema["properties"]["observation"] == {}                     # the caller's schema is not changed
+    data = {"type": "object", "properties": {"x": {"enum": [{}], "const": {}, "default": {}}}, "items": {}}
+    assert explicit_any(data) == {"type": "object", "properties": {"x": {"enum": [{}], "const": {}, "default": {}}},
+                                  "items": ANY_VALUE}
+
+
+def test_llama_cpp_grammar_of_the_answer_schema_admits_any_patch_value():
+    """Against llama-cpp-python's own schema-to-grammar converter: ``{}`` became the rule ``object`` (a patch value
+    could only be an object); the spelled-out schema gives every JSON type."""
+    grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="needs the [cpu-serve] extra")
+
+    def rules(schema):
+        converter = grammar.SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+        converter.visit(converter.resolve_refs(schema, "answer"), "")
+        return dict(line.split(" ::= ", 1) for line in converter.format_grammar().splitlines() if " ::= " in line)
+
+    before, after = rules(answer_schema("mdp-view", "3")), rules(explicit_any(answer_schema("mdp-view", "3")))
+    assert before["patch-item-0-value"] == "object"                      # the converter's reading of {}
+    assert set(after["patch-item-0-value"].split(" | ")) >= {"array", "string", "number", "boolean", "null"}
+    assert set(after["observation"].split(" | ")) >= {"array", "string", "number", "boolean", "null"}
 
 
 def test_other_bodies_pass_unchanged():
