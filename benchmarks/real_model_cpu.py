@@ -43,7 +43,7 @@ PHASES = ("fetch", "data", "sft", "zeroshot", "zeroshot-json", "zeroshot-json-in
 #: history of docs/real-model.md) and are run only when named in --phases.
 DEFAULT_PHASES = tuple(p for p in PHASES if p not in ("zeroshot", "throughput"))
 #: Lanes per wave: the lanes of one wave run side by side (one process per core), waves one after another.
-WAVES = ((("fetch",),), (("data", "sft"), ("zeroshot-json-in-env", "zeroshot-json", "null", "null-in-env", "zeroshot",
+WAVES = ((("fetch", "data"),), (("sft",), ("zeroshot-json-in-env", "zeroshot-json", "null", "null-in-env", "zeroshot",
                                            "throughput")),
          (("rl", "sft-eval"), ("sft-eval-in-env", "curve")), (("rl-eval-in-env",), ("rl-eval",)))
 SUBSET = "v1_test_smollm2_2048"
@@ -592,7 +592,7 @@ def main() -> int:
     parser.add_argument("--eval-extra", default=EVAL_EXTRA,
                         help="JSON sent with every served eval request ('envsim eval --extra'); '' sends none.")
     parser.add_argument("--quantize", default="f16", help="GGUF type the llama.cpp servers run (f16, q8_0, q4_0).")
-    parser.add_argument("--sft-epochs", type=float, default=2.0, help="SFT epochs over the recipe's samples.")
+    parser.add_argument("--sft-epochs", type=float, default=1.5, help="SFT epochs over the recipe's samples.")
     parser.add_argument("--sft-batch", type=int, default=1, help="SFT samples per optimizer step.")
     parser.add_argument("--sft-lr", type=float, default=1e-3)
     parser.add_argument("--sft-threads", type=int, default=1, help="Torch threads of SFT (the other lane has a core).")
