@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from envsim.cli.launch_options import TRAIN_INSTALL
+from envsim.cli.train_fetch_converter_cmd import fetch_converter_cmd
 from envsim.cli.train_rl_cmd import rl_cmd
 from envsim.cli.tau_path_option import tau_path_option
 from envsim.cli.train_sft_cmd import sft_cmd
@@ -22,6 +23,7 @@ def train() -> None:
 
 train.add_command(sft_cmd)
 train.add_command(rl_cmd)
+train.add_command(fetch_converter_cmd)
 
 
 @train.command("data")
