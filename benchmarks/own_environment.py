@@ -125,7 +125,7 @@ def measure(target: str, episodes: int, steps: int, records_wanted: int | None, 
     from envsim.construction.rollout import seeded_rollouts
     from envsim.construction.stored_states import state_chars, store_large_states
     from envsim.envs.registry import get_env
-    from envsim.envs.trust import trust_target
+    from envsim.envs.sandbox import trust_target
     from envsim.tokens import get_tokenizer
 
     trust_target(target)

@@ -26,7 +26,7 @@ from envsim.tokens import chat_tokens, get_tokenizer, token_stats, tokenizer_nam
 def class_sources(records: list[dict[str, Any]]) -> dict[str, str]:
     """Class source of every environment of ``records`` (for ``full-class`` prompts)."""
     from envsim.envs.registry import get_env
-    from envsim.envs.source import class_source
+    from envsim.envs.shown import class_source
 
     return {e: class_source(get_env(e)) for e in sorted({r["env"] for r in records})}
 

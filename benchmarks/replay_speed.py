@@ -9,7 +9,7 @@ weight of a stored pool.
    calls are the generic explorer's (``StateExplorer``, seeded by task), each on the state the previous left.
    Then, timed on this machine:
 
-   * ``executor``: the path construction took before (``envs.executor.execute`` + ``labelling.to_record``:
+   * ``executor``: the path construction took before (``envs.sandbox.executor.execute`` + ``labelling.to_record``:
      whole-state JSON round trips, the id hashed from the whole state) on the first ``--baseline`` calls;
    * ``labelling``: ``cow_labelling.label_calls`` over the whole log (the copy-on-write run; the tool itself
      included: the fixture's wrapper validates and dumps its whole pydantic database on every call);
@@ -49,7 +49,7 @@ def write_log(path: Path, tasks: int, calls: int, sizes: dict[str, int] | None) 
     from envsim.construction.state_explorer import StateExplorer
     from envsim.delta import canonical_json
     from envsim.envs.registry import get_env
-    from envsim.envs.trust import trust_module
+    from envsim.envs.sandbox import trust_module
 
     trust_module("tests.fixtures.shopdb.wrapper")
     env_class = get_env(SHOP)
@@ -102,7 +102,7 @@ def executor_path(log: Path, calls: int) -> int:
     """Label the first ``calls`` logged calls as construction did before (executor + ``to_record``)."""
     from envsim.construction.labelling import to_record
     from envsim.construction.policies import read_log
-    from envsim.envs.executor import execute
+    from envsim.envs.sandbox import execute
 
     episode = next(read_log(log))
     state, done = episode.state, 0
@@ -164,7 +164,7 @@ def inline_bytes(out: Path) -> int:
     """Bytes of ``out``'s records written with whole states (what the file weighs without stored states)."""
     from envsim.benchmark import load
     from envsim.construction.stored_states import materialise
-    from envsim.envs.trust import trust_module
+    from envsim.envs.sandbox import trust_module
 
     trust_module("tests.fixtures.shopdb.sized")
     return sum(len(json.dumps(r, sort_keys=True, separators=(",", ":"), ensure_ascii=False)) + 1

@@ -23,9 +23,7 @@ import time
 
 from envsim.envs.adapters import from_envscaler
 from envsim.envs.adapters.foreign import wrap_class
-from envsim.envs.calling import call_in_process
-from envsim.envs.executor import execute
-from envsim.envs.sandbox import close_workers, confinement_report, run_request
+from envsim.envs.sandbox import call_in_process, close_workers, confinement_report, execute, run_request
 from envsim.records import Action
 
 SOURCE = '''
@@ -96,7 +94,7 @@ def main() -> None:
     cold = _rate(args.cold, lambda: run_request(_request(), fresh=True))
 
     run_request(_request())  # start the warm worker
-    from envsim.envs import sandbox
+    from envsim.envs.sandbox import runner as sandbox
     pids = [w.proc.pid for w in sandbox._POOL._workers.values()]
     cpu_before = _cpu_seconds(pids)
     warm = _rate(args.calls, lambda: run_request(_request()))

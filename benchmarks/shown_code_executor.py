@@ -1,6 +1,6 @@
 """Would shipped records be solvable from their prompts if their code were rendered by ``shown_tool_code``?
 
-Re-renders each record's ``code`` with ``envsim.envs.shown_code.shown_tool_code`` (the shipped files are not
+Re-renders each record's ``code`` with ``envsim.envs.shown.code.shown_tool_code`` (the shipped files are not
 changed), builds the prompt a model would get and runs the executor baseline on it (reads only the prompt), then
 scores with the real scorer. Prints FM / CM and each miss with its executor status (issue 43; the figures behind
 a later v1.1 / v2.1):
@@ -23,7 +23,7 @@ from collections import Counter
 def rerendered(record: dict, cache: dict) -> dict:
     """``record`` with its code as ``shown_tool_code`` renders it for the record's environment and tool."""
     from envsim.envs.registry import get_env
-    from envsim.envs.shown_code import shown_tool_code
+    from envsim.envs.shown import shown_tool_code
 
     key = (record["env"], record["action"]["name"])
     if key not in cache:

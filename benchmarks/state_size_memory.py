@@ -15,7 +15,7 @@ from typing import Any
 
 from envsim.envs import Environment, tool
 from envsim.envs.base import StateError
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 
 
 def _peak_mib() -> int:

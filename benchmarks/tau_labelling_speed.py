@@ -18,7 +18,7 @@ import jsonpatch
 from envsim.construction.traced_labelling import StateDigest, label_traced
 from envsim.delta import canonical_json
 from envsim.envs.adapters.tau import DOMAINS, task_actions, tau_env
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 
 
 def time_traced(domain: str) -> tuple[int, float, list[tuple[dict, dict]]]:

@@ -37,7 +37,7 @@ def figures(env_id: str, episodes: int, steps: int, counter: Any) -> dict[str, A
     """Build a pool of ``env_id`` and measure its records' code, view verification and view prompt tokens."""
     from envsim.construction.pipeline import build_pool
     from envsim.envs.registry import get_env
-    from envsim.envs.trust import trust_target
+    from envsim.envs.sandbox import trust_target
     from envsim.envs.views.verify import reproduction_problem, stored_view
     from envsim.evaluation.prompting.prompts import build_messages
     from envsim.tokens import chat_tokens

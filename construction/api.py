@@ -99,7 +99,7 @@ def given_envs(given: Sequence[str], split: str, domains: dict[str, str]) -> lis
     from envsim.construction.own_env import is_own_target
 
     from envsim.envs.registry import UnknownEnvironment, get_env, registry
-    from envsim.envs.trust import trust_target
+    from envsim.envs.sandbox import trust_target
 
     builtin = {e.id for e in registry().values() if e.builtin}
     env_ids = []
@@ -121,7 +121,7 @@ def given_envs(given: Sequence[str], split: str, domains: dict[str, str]) -> lis
 
 def _import_env_modules(modules: Sequence[str]) -> None:
     """Trust and import the caller's environment modules (``--env-module``)."""
-    from envsim.envs.trust import trust_module
+    from envsim.envs.sandbox import trust_module
 
     for name in modules:
         try:

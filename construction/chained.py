@@ -23,7 +23,7 @@ from envsim.construction.rollout import rollout
 from envsim.delta import canonical_json
 from envsim.envs.registry import get_env
 from envsim.construction.labelling import record_code
-from envsim.envs.source import env_version
+from envsim.envs.shown import env_version
 
 STEP_FIELDS = ("action", "tool", "code", "observation", "patch", "delta_size", "outcome", "stratum", "arg_count")
 

@@ -1,6 +1,6 @@
 """Labelling a user's environment at the speed of the call: copy-on-write states, no whole-state JSON round trip.
 
-The executor (``envs.executor.execute``) labels a call by encoding the whole state to canonical JSON, decoding a
+The executor (``envs.sandbox.executor.execute``) labels a call by encoding the whole state to canonical JSON, decoding a
 fresh copy, loading it into an instance (a foreign class: deep copies and its codec), encoding and decoding the
 next state and diffing the two whole states: about a second per call on a megabyte state before the tool has
 done anything. ``EpisodeLabeller`` labels the calls of one episode (explorer rollouts, replayed logs) on an
@@ -51,9 +51,9 @@ from typing import Any, Iterable, Iterator, Mapping
 from envsim.construction.traced_labelling import RecordingCollection
 from envsim.delta import DeltaTooLarge, canonical_json, compute_delta, strictly_equal
 from envsim.envs.base import Environment, StateError, json_copy
-from envsim.envs.calling import call_tool
-from envsim.envs.executor import MAX_STATE_VALUES, _check_observation_size, check_json_state, check_size, execute
-from envsim.envs.source import env_version
+from envsim.envs.sandbox import call_tool
+from envsim.envs.sandbox.executor import MAX_STATE_VALUES, _check_observation_size, check_json_state, check_size, execute
+from envsim.envs.shown import env_version
 from envsim.records import Action, Transition
 
 _ABSENT = object()

@@ -8,8 +8,7 @@ from typing import Any, Iterable, Iterator
 from envsim.delta import canonical_json
 from envsim.envs.base import Environment
 from envsim.construction.errors import ToolCodeMissing
-from envsim.envs.shown_code import shown_tool_code
-from envsim.envs.source import ToolSourceNotFound, tool_code
+from envsim.envs.shown import ToolSourceNotFound, shown_tool_code, tool_code
 from envsim.records import Transition
 
 RECORD_FIELDS = ("id", "env", "env_version", "tool", "action", "state", "code", "observation", "next_state",
@@ -25,8 +24,8 @@ def sample_id(env_id: str, state: dict[str, Any], action: dict[str, Any]) -> str
 
 def record_code(env_class: type[Environment], tool: str) -> str:
     """``code(a_t)`` of a record: the source of what ran for ``tool``. The user's own environments (those whose
-    views are verified, ``checks_views``) get everything the call needs (``envsim.envs.shown_code``); built-in,
-    BFCL and τ-bench records keep ``envsim.envs.source.tool_code``, so shipped files rebuild byte for byte.
+    views are verified, ``checks_views``) get everything the call needs (``envsim.envs.shown.code``); built-in,
+    BFCL and τ-bench records keep ``envsim.envs.shown.source.tool_code``, so shipped files rebuild byte for byte.
 
     Only a call of a tool the environment does not have (answered "Unknown tool") gets a comment saying so;
     a tool that ran without findable source raises ``ToolCodeMissing``, naming the tool."""

@@ -19,7 +19,7 @@ from unittest import mock
 from envsim.construction.explorer import ExplorerPolicy
 from envsim.construction.labelling import to_record
 from envsim.construction.pipeline import pooled_records
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.envs.registry import get_env
 from envsim.envs.sampling import Sampler
 

@@ -6,7 +6,7 @@ its module, so the module's imports are not in it: the date helpers use ``_dt`` 
 executor cannot, and the benchmark's ceiling is not 100 % (docs/executor.md).
 
 ``derive_release`` rewrites every line of the base release's split files with ``code`` headed by the
-import statements it needs (``envs.source_imports.with_imports``, names looked up in the modules the shown code
+import statements it needs (``envs.shown.imports.with_imports``, names looked up in the modules the shown code
 came from) and copies everything else of the folder as it is. Every other field stays byte-identical: each
 line is re-serialised exactly as the base file holds it (checked line by line), the environment modules must
 still hash to the records' ``env_version``, and the new file's other fields are compared with the base's.
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from envsim.envs.source_imports import with_imports
+from envsim.envs.shown import with_imports
 from envsim.jsonsafe import dumps_line, write_text_atomic
 
 __all__ = ["ReleaseError", "derive_release", "release_line", "released_code", "released_lines"]
@@ -109,7 +109,7 @@ def _env_class(env_id: str, cache: dict[str, type]) -> type:
 def release_line(line: str, where: str, classes: dict[str, type]) -> str:
     """One base line with its code (each step's, for an episode) carrying its imports; refuses a line that
     would not re-serialise to the same bytes or whose environment changed since the base was built."""
-    from envsim.envs.source import env_version
+    from envsim.envs.shown import env_version
 
     record = json.loads(line)
     if _dump(record) != line:

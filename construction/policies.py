@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from envsim.construction.rollout import rollout
 from envsim.envs.base import Environment
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.envs.registry import get_env
 from envsim.records import Action, Transition
 

@@ -97,7 +97,7 @@ def has_call_generator(record: dict[str, Any]) -> bool:
 
 def draw_count(record: dict[str, Any]) -> int:
     """How many draws from the per-call generator executing the record's call makes (0 without one)."""
-    from envsim.envs.executor import execute
+    from envsim.envs.sandbox import execute
     from envsim.envs.registry import get_env
 
     if not has_call_generator(record):
@@ -128,7 +128,7 @@ def split_draw_dependent(records: Iterable[dict[str, Any]]) -> tuple[list[dict[s
 
 def label_changes_with_seed(record: dict[str, Any], salt: int = OTHER_DRAW_SALT) -> bool:
     """Whether the record's label differs when the generator is seeded differently (a diagnostic, not the rule)."""
-    from envsim.envs.executor import execute
+    from envsim.envs.sandbox import execute
     from envsim.envs.registry import get_env
 
     if not has_call_generator(record):

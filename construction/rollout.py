@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Protocol
 
 from envsim.envs.base import Environment
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.records import Action, Transition
 
 

@@ -26,7 +26,7 @@ from envsim.construction.traced_labelling import StateDigest, label_traced
 from envsim.delta import canonical_json, pointer_parts
 from envsim.envs.adapters.tau import DOMAINS, task_actions, tau_env
 from envsim.envs.base import Environment
-from envsim.envs.source import tool_code
+from envsim.envs.shown import tool_code
 from envsim.records import Action, Transition
 
 INVALID_RATE = 0.25

@@ -23,9 +23,8 @@ from typing import Any, Iterator, Mapping
 
 from envsim.delta import canonical_json, compute_delta, pointer, strictly_equal
 from envsim.envs.base import Environment, json_copy
-from envsim.envs.calling import call_tool
-from envsim.envs.executor import NondeterminismError, check_json_state
-from envsim.envs.source import env_version
+from envsim.envs.sandbox import NondeterminismError, call_tool, check_json_state
+from envsim.envs.shown import env_version
 from envsim.records import Action, Transition
 
 _ABSENT = object()

@@ -147,7 +147,7 @@ class Environment:
     @classmethod
     def run_call(cls, state: dict[str, Any], action: Any) -> tuple[Any, dict[str, Any]]:
         """Execute one call on ``state``; returns ``(observation, next_state)``. Sandboxed adapters override this."""
-        from envsim.envs.calling import call_in_process
+        from envsim.envs.sandbox import call_in_process
 
         return call_in_process(cls, state, action)
 

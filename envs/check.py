@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from envsim.delta import apply_patch, canonical_json, same_json
 from envsim.envs.base import Environment
-from envsim.envs.executor import NondeterminismError, StateError, check_json_state
+from envsim.envs.sandbox import NondeterminismError, StateError, check_json_state
 
 FORBIDDEN_MODULES = {"random", "time", "os", "sys", "socket", "subprocess", "uuid", "secrets", "requests",
                      "urllib", "pathlib", "shutil", "threading"}

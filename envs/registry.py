@@ -2,7 +2,7 @@
 
 Ids look like ``online_store-v1``. Built-in modules are imported on first use; third-party
 packages register ``"id" = "module:Class"`` under the ``envsim.envs`` entry-point group. Modules the
-user trusts (``--env-module``, ``envsim.envs.trust``) add their ``Environment`` subclasses under their ids.
+user trusts (``--env-module``, ``envsim.envs.sandbox.trust``) add their ``Environment`` subclasses under their ids.
 ``get_env`` resolves ``module:Class`` only for trusted modules: an id read from a file never imports code.
 """
 
@@ -18,7 +18,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from envsim.envs.base import Environment
-from envsim.envs.trust import env_refusal, user_trusted_modules
+from envsim.envs.sandbox import env_refusal, user_trusted_modules
 
 BUILTIN_PACKAGE = "envsim.envs.library"
 ENTRY_POINT_GROUP = "envsim.envs"
@@ -201,7 +201,7 @@ def get_env(env_id: str) -> type[Environment]:
     are wrapped) and namespaced ids such as ``bfcl/GorillaFileSystem``. Suggests close ids on a miss.
 
     Raises ``UntrustedEnvironment`` (an ``UnknownEnvironment``) before importing anything when the id names a
-    module nobody trusted (see ``envsim.envs.trust``)."""
+    module nobody trusted (see ``envsim.envs.sandbox.trust``)."""
     problem = refusal(env_id)
     if problem:
         raise UntrustedEnvironment(problem)

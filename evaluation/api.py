@@ -74,11 +74,11 @@ def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tie
 
 def import_env_modules(modules: Sequence[str]) -> None:
     """Import the modules the user trusts to define environments (``--env-module``); ``InvalidOption`` on failure."""
-    from envsim.envs.trust import trust_module
+    from envsim.envs.sandbox import trust_module
 
     for name in modules:
         try:
-            trust_module(name)  # the user's own code: records may name its environments (envsim.envs.trust)
+            trust_module(name)  # the user's own code: records may name its environments (envsim.envs.sandbox.trust)
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 - any failure of the user's module stops the run
             raise InvalidOption("--env-module", f"cannot import {name!r}: {type(exc).__name__}: {exc}") from None

@@ -47,7 +47,7 @@ def select_records(records: list[dict[str, Any]], limit: int | None) -> list[dic
 
 def _class_sources(records: list[dict[str, Any]]) -> dict[str, str]:
     from envsim.envs.registry import get_env
-    from envsim.envs.source import class_source
+    from envsim.envs.shown import class_source
 
     sources = {}
     for env_id in sorted({r["env"] for r in records}):

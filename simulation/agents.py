@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from envsim.construction.explorer import ExplorerPolicy, StatePools
 from envsim.delta import canonical_json
 from envsim.envs.base import Environment
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.evaluation.scoring.chained import INFRA_PREFIX
 from envsim.records import Action
 

@@ -34,7 +34,7 @@ except ImportError as exc:  # a core install: say which extra brings OpenEnv
                       f"({exc})", name=exc.name) from exc
 
 from envsim.envs.base import Environment as EnvSimEnvironmentClass
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.envs.registry import get_env
 from envsim.evaluation.endpoints.providers import Provider, make_provider
 from envsim.records import Action

@@ -31,8 +31,8 @@ from envsim.construction.labelling import record_code
 from envsim.construction.traced_labelling import label_traced
 from envsim.envs.adapters.tau import is_tau
 from envsim.envs.base import Environment
-from envsim.envs.executor import execute
-from envsim.envs.source import class_source
+from envsim.envs.sandbox import execute
+from envsim.envs.shown import class_source
 from envsim.evaluation.scoring.failure_classes import step_verdicts
 from envsim.evaluation.scoring.parsing import parse_answer
 from envsim.evaluation.prompting.prompts import LATEST_PROMPT_VERSION, build_messages

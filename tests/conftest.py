@@ -48,7 +48,7 @@ def small_benchmark(tmp_path_factory, small_records) -> Path:
 def _forget_trusted_modules():
     """Modules trusted in one test (``--env-module``, ``--env module:Class``) are not trusted in the next."""
     yield
-    from envsim.envs.trust import forget_trusted
+    from envsim.envs.sandbox import forget_trusted
 
     forget_trusted()
 

@@ -24,7 +24,7 @@ from envsim.construction.composition import Spec, stratified_sample
 from envsim.construction.pipeline import build_pool, write_jsonl
 from envsim.construction.splits import assert_no_test_envs, training_envs
 from envsim.envs.registry import get_env, list_envs
-from envsim.envs.source import class_source
+from envsim.envs.shown import class_source
 from envsim.evaluation.prompting.prompts import (LATEST_PROMPT_VERSION, PROMPT_VERSION, build_messages, check_version,
                                        target_answer)
 from envsim.safe_files import write_json

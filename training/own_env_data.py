@@ -33,7 +33,7 @@ def build_own_env_data(env_ids: Sequence[str], recipe: dict[str, Any], out_dir: 
     from envsim.construction.composition import Spec, sample_with_shortfalls
     from envsim.construction.own_env import is_own_target, own_env_records
     from envsim.construction.stored_states import has_large_state, stored_sizes
-    from envsim.envs.trust import trust_target
+    from envsim.envs.sandbox import trust_target
     from envsim.evaluation.prompting.prompts import LATEST_PROMPT_VERSION, VIEW_PROMPT_VERSION, check_version
     from envsim.training.data import write_sft_dataset
     from envsim.training.shortfall import shortfall_report

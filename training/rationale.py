@@ -13,7 +13,7 @@ import linecache
 import sys
 from typing import Any
 
-from envsim.envs.calling import call_tool
+from envsim.envs.sandbox import call_tool
 from envsim.envs.registry import get_env
 from envsim.records import Action
 

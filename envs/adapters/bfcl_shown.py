@@ -33,7 +33,7 @@ import re
 import sys
 from typing import Any
 
-from envsim.envs.source_imports import free_names
+from envsim.envs.shown import free_names
 
 __all__ = ["LOAD_METHOD", "DUMP_METHOD", "state_mapping_code", "with_state_mapping"]
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, ContextManager, Literal, Sequence
 
 from envsim.envs.adapters.codec import HOOK_HINT, StateCodec, to_json_value
 from envsim.envs.base import Environment, StateError, ToolSpec
-from envsim.envs.source import SOURCE_ATTRIBUTE
+from envsim.envs.shown import SOURCE_ATTRIBUTE
 from envsim.envs.tool import tool_marker
 
 Loader = Literal["attrs", "scenario", "init"]

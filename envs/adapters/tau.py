@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from envsim.envs.base import Environment, ToolSpec, json_copy
-from envsim.envs.source import SOURCE_ATTRIBUTE
+from envsim.envs.shown import SOURCE_ATTRIBUTE
 from envsim.records import Action
 
 ENV_VAR = "ENVSIM_TAU_BENCH"

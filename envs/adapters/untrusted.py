@@ -3,7 +3,7 @@
 The source is never executed in this process. Tool names, signatures and docstrings are read
 from its syntax tree; type hints and defaults are rebuilt only from an allow-list of names
 (``str``, ``int``, ``Optional``, ``List``, ``Literal`` ...) and literals, so the schemas come from
-the code without running it. Every call runs in a confined sandbox worker (``envsim.envs.sandbox``):
+the code without running it. Every call runs in a confined sandbox worker (``envsim.envs.sandbox.runner``):
 a warm worker per class source, a fresh forked child and a fresh instance per call.
 
 The syntax tree is built in this process, so the source is bounded first (``MAX_SOURCE_BYTES``:
@@ -23,7 +23,7 @@ from envsim.envs.adapters.foreign import load_save_fixed_point
 from envsim.envs.base import Environment, ToolSpec
 from envsim.envs.schema import SchemaError
 from envsim.envs.sandbox import Limits, run_request
-from envsim.envs.source import SOURCE_ATTRIBUTE
+from envsim.envs.shown import SOURCE_ATTRIBUTE
 from envsim.records import Action
 
 MAX_SOURCE_BYTES = 256 << 10  # parsed here: ~225 MB of syntax tree at worst (``x = [1,1,...]``-style)

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from envsim.delta import DeltaTooLarge, canonical_json, compute_delta
 from envsim.envs.base import Environment, StateError
-from envsim.envs.source import env_version
+from envsim.envs.shown.source import env_version
 from envsim.jsonsafe import count_values
 from envsim.records import Action, Transition
 
@@ -25,7 +25,7 @@ def check_size(value: Any, what: str, text: str | None = None) -> None:
     enough to hold that many: every value but the root takes at least two characters (itself and a comma)."""
     text = canonical_json(value) if text is None else text
     if len(text) > 2 * MAX_STATE_VALUES and count_values(value, MAX_STATE_VALUES) > MAX_STATE_VALUES:
-        raise StateError(f"{what} holds more than {MAX_STATE_VALUES:,} JSON values (envsim.envs.executor."
+        raise StateError(f"{what} holds more than {MAX_STATE_VALUES:,} JSON values (envsim.envs.sandbox.executor."
                          "MAX_STATE_VALUES): too large to label")
 
 

@@ -1,8 +1,8 @@
 """Run untrusted environment code in confined worker processes, one warm worker per class source.
 
-A worker (``envsim.envs.sandbox_worker``) starts in its own session with a minimal environment and
+A worker (``envsim.envs.sandbox.worker``) starts in its own session with a minimal environment and
 an empty working directory, imports what a class may use, then confines itself with every layer of
-``envsim.envs.sandbox_confine`` (rlimits, unprivileged uid, Landlock, seccomp) before it reads any
+``envsim.envs.sandbox.confine`` (rlimits, unprivileged uid, Landlock, seccomp) before it reads any
 call. Each call runs in a fresh child forked from the worker, under a stricter seccomp filter and an
 audit-hook tripwire, on a fresh instance and a fresh module namespace: nothing survives between
 calls, and workers are never shared between class sources or limits.
@@ -15,7 +15,7 @@ Whatever happens, a call returns ``{"observation", "next_state"}`` or raises ``S
 If a confinement layer is unavailable on a machine, the first untrusted call warns once and is
 refused, unless the caller opts out (``allow_unconfined=True`` or
 ``ENVSIM_ALLOW_UNCONFINED_SANDBOX=1``); a layer whose job other active layers do
-(``sandbox_confine.COVERED_BY``: the private uid, for a worker not started as root) is reported
+(``confine.COVERED_BY``: the private uid, for a worker not started as root) is reported
 missing but not refused. ``confinement_report()`` says which layers are active, as the worker found
 them. Answers are decoded with ``envsim.jsonsafe`` (bounded depth): a next state nested too deep is a
 ``SandboxError`` with that reason, never a ``RecursionError``.
@@ -43,8 +43,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from envsim import jsonsafe
-from envsim.envs import sandbox_confine
-from envsim.envs.sandbox_worker import encode_frame, judge
+from envsim.envs.sandbox import confine as sandbox_confine
+from envsim.envs.sandbox.worker import encode_frame, judge
 
 OPT_OUT_VARIABLE = "ENVSIM_ALLOW_UNCONFINED_SANDBOX"
 _GRACE_SECONDS = 3.0
@@ -120,7 +120,7 @@ def close_workers() -> None:
 def _setup(request: dict[str, Any], limits: Limits, *, tripwire: bool, confine: tuple[str, ...]) -> dict[str, Any]:
     setup = {"source": request["source"], "class_name": request["class_name"], "load": request.get("load", "attrs"),
              "tools": request.get("tools"), "limits": asdict(limits), "tripwire": tripwire, "confine": list(confine)}
-    if request.get("packages"):  # optional packages the class imports (sandbox_worker.REQUESTABLE)
+    if request.get("packages"):  # optional packages the class imports (worker.REQUESTABLE)
         setup["packages"] = sorted(request["packages"])
     return setup
 
@@ -212,7 +212,7 @@ class _Worker:
         os.chmod(self._workdir, 0o555)
         env = {"PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
                "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"}
-        self.proc = subprocess.Popen([sys.executable, "-I", "-m", "envsim.envs.sandbox_worker"],
+        self.proc = subprocess.Popen([sys.executable, "-I", "-m", "envsim.envs.sandbox.worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      cwd=self._workdir, env=env, start_new_session=True, close_fds=True)
         self._buffer = bytearray()

@@ -1,11 +1,11 @@
 """A confined worker for one untrusted class: forks one short-lived, further confined child per call.
 
-Started by ``envsim.envs.sandbox`` as ``python -I -m envsim.envs.sandbox_worker``. Protocol: frames
+Started by ``envsim.envs.sandbox.runner`` as ``python -I -m envsim.envs.sandbox.worker``. Protocol: frames
 (4-byte big-endian length + JSON) on fd 0 (requests) and fd 1 (answers); both are moved to private
 descriptors at start and 0/1/2 become ``/dev/null`` (in a call child, 1/2 are a pipe the worker
 drains and counts up to ``output_bytes``). The first request is the set-up
 ``{"source", "class_name", "load", "tools", "limits", "tripwire", "confine"}``; the worker imports
-everything a class may use, confines itself (``envsim.envs.sandbox_confine``), answers
+everything a class may use, confines itself (``envsim.envs.sandbox.confine``), answers
 ``{"ready": {layer: None | reason}}`` and then serves ``{"nonce", "state", "action"}`` requests.
 
 The worker never runs untrusted code and never decodes a request or an answer. It reads each request
@@ -287,9 +287,9 @@ def _prepare(setup: dict[str, Any]) -> dict[str, Any]:
             _warm_pydantic()
         except ImportError:
             pass  # not installed: the class's import of it is refused in the call, with that reason
-    from envsim.envs import sandbox_confine as confine
+    from envsim.envs.sandbox import confine
     from envsim.envs.adapters.foreign import wrap_class
-    from envsim.envs.calling import call_in_process
+    from envsim.envs.sandbox.calling import call_in_process
     from envsim.records import Action
 
     layers: dict[str, str | None] = {name: None for name in confine.LAYERS}
@@ -515,7 +515,7 @@ def _run_call(prepared: dict[str, Any], setup: dict[str, Any], raw_request: byte
 
     cpu = int(limits["cpu_seconds"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    envsim_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    envsim_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
     tripwire = setup.get("tripwire", True)
     if tripwire:
         for name in prepared["forbidden_loaded"]:

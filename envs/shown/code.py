@@ -14,14 +14,14 @@
   _as_tool(ShopToolkit.add_review)`` for ``setattr(ShopEnv, name, _as_tool(...))`` in a loop);
 * a last line saying what runs: ``# The call runs Env.tool on an object whose public attributes are the state.``
 
-Names are looked up in the defining module's syntax tree (``envsim.envs.source_names``). Following is bounded
+Names are looked up in the defining module's syntax tree (``envsim.envs.shown.names``). Following is bounded
 (``MAX_DEFINITIONS``); a name that cannot be shown (no source, a module of the user's code imported as a
 module, a clash of two names, the bound) gives one comment line naming the tool and the name, never an error.
 Definitions come in an order that runs: what a definition needs when it is executed (bases, decorators,
 defaults, class-body annotations, constant values) comes before it.
 
 EnvSim's runner names (``Environment``, ``ToolError``, ``@tool``) are not shown: the system prompt's rules
-define them. Benchmark v1/v2 records keep ``envsim.envs.source.tool_code``; this renderer is for new records
+define them. Benchmark v1/v2 records keep ``envsim.envs.shown.source.tool_code``; this renderer is for new records
 (the user's own environments; any environment class whose source is importable: built-in, τ-bench, own).
 """
 
@@ -35,12 +35,12 @@ import inspect
 import sys
 from typing import Any, Callable
 
-from envsim.envs.shown_refs import Refs, class_level_refs, function_refs, scan
-from envsim.envs.shown_render import Piece, render_module
-from envsim.envs.source import constant_source, tool_code
-from envsim.envs.source_follow import (ToolSourceNotFound, attribute_classes, delegated_function, owner_class,
+from envsim.envs.shown.refs import Refs, class_level_refs, function_refs, scan
+from envsim.envs.shown.render import Piece, render_module
+from envsim.envs.shown.source import constant_source, tool_code
+from envsim.envs.shown.follow import (ToolSourceNotFound, attribute_classes, delegated_function, owner_class,
                                        running_function)
-from envsim.envs.source_names import (alias_of, bound_names, class_node, import_text, imported_module,
+from envsim.envs.shown.names import (alias_of, bound_names, class_node, import_text, imported_module,
                                       is_data_class, is_runner_module, is_user_module, member_statements,
                                       module_source, own_members, real_name, statement_text, top_level_bindings)
 
@@ -467,7 +467,7 @@ def shown_tool_code(env_class: type, tool_name: str) -> str:
     Works for any environment class whose code is in importable files: built-in environments, τ-bench through
     its adapter (the tool class with its module's imports; it runs as ``invoke(data, **arguments)``), the user's
     own classes wrapped by ``module:Class``. A class given as a source string (EnvScaler) keeps
-    ``envsim.envs.source.tool_code``. Raises ``KeyError`` for a tool the class does not have and
+    ``envsim.envs.shown.source.tool_code``. Raises ``KeyError`` for a tool the class does not have and
     ``ToolSourceNotFound`` (one line naming the tool) when the tool's own code cannot be found."""
     specs = env_class.tool_specs() if hasattr(env_class, "tool_specs") else {}
     spec = specs.get(tool_name)

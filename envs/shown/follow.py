@@ -1,6 +1,6 @@
 """Follow the functions that actually run for a tool, as objects rather than as one class's syntax tree.
 
-``envsim.envs.source.tool_code`` reads a class's own source first (built-in environments, v1-frozen). A tool
+``envsim.envs.shown.source.tool_code`` reads a class's own source first (built-in environments, v1-frozen). A tool
 that source does not define - a method attached after the class statement, a ``functools.wraps`` chain, an
 inherited method, a tool that hands the call to a toolkit object or to another class's static method - is
 found here from the callable the executor calls (``ToolSpec.method``): its ``__wrapped__`` chain is unwrapped
@@ -22,7 +22,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from envsim.envs.shown_refs import dotted_name as _dotted
+from envsim.envs.shown.refs import dotted_name as _dotted
 
 #: Module prefixes whose functions are never shown as a tool's code (the runner, not the environment).
 RUNNER_MODULES = ("envsim.",)

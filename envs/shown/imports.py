@@ -1,6 +1,6 @@
 """The import lines shown code needs: standard-library names the code uses but does not define.
 
-Shown code (``envs.source.tool_code``, τ-bench's tool classes, BFCL's methods) is cut out of its module, so the
+Shown code (``envs.shown.source.tool_code``, τ-bench's tool classes, BFCL's methods) is cut out of its module, so the
 module's own imports are not part of it: a date helper calls ``_dt.date(...)`` after ``import datetime as _dt``,
 a τ-bench tool calls ``deepcopy`` after ``from copy import deepcopy``, a BFCL method catches
 ``InvalidOperation`` from ``decimal``. ``shown_imports`` finds the names the code reads and never binds, looks

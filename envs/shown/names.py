@@ -1,6 +1,6 @@
 """Where a name that shown code uses comes from: the module-level statement that binds it, read from source.
 
-``envsim.envs.shown_code`` follows the names a tool's code uses. Each name is looked up in the syntax tree of
+``envsim.envs.shown.code`` follows the names a tool's code uses. Each name is looked up in the syntax tree of
 the module the code is defined in (never through ``repr`` of its value, so what is shown is the module's own
 text and does not depend on the hash seed):
 

@@ -1,6 +1,6 @@
 """What a piece of code refers to, read from its syntax tree: the free names it reads, ``self.X`` members, dotted
 calls (``self.kit.get(...)``, ``module.Class.method(...)``), classes it calls and methods it calls on other
-objects. ``envsim.envs.shown_code`` follows these to show everything a tool's call needs."""
+objects. ``envsim.envs.shown.code`` follows these to show everything a tool's call needs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Render the definitions ``envsim.envs.shown_code`` collected as one module: merged imports, then definitions in
+"""Render the definitions ``envsim.envs.shown.code`` collected as one module: merged imports, then definitions in
 an order whose statements run (what one needs when it is executed comes first), partial classes with just the
 members the call reaches, namespaces for modules of one's own code, then notes and the line naming what runs."""
 
@@ -9,7 +9,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from envsim.envs.source_names import bound_names, module_source, start_line
+from envsim.envs.shown.names import bound_names, module_source, start_line
 
 
 @dataclass

@@ -7,7 +7,7 @@ are listed after the functions, so the snippet is self-contained for a reader.
 
 A tool the class's own source does not define (attached after the class statement, wrapped with
 ``functools.wraps``, inherited, delegating to a toolkit object) is followed from the callable the executor
-runs (``envsim.envs.source_follow``); a tool without any source raises ``ToolSourceNotFound``.
+runs (``envsim.envs.shown.follow``); a tool without any source raises ``ToolSourceNotFound``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 import textwrap
 from typing import Any, Callable
 
-from envsim.envs.source_follow import (ToolSourceNotFound, attribute_classes, called_chains, class_function,
+from envsim.envs.shown.follow import (ToolSourceNotFound, attribute_classes, called_chains, class_function,
                                        delegated_function, function_node, owner_class, running_function)
 
 __all__ = ["SOURCE_ATTRIBUTE", "ToolSourceNotFound", "class_source", "env_version", "tool_code"]

@@ -32,7 +32,7 @@ def view_of(record: dict[str, Any]) -> View:
 def view_oracle_answer(record: dict[str, Any], run: Runner | None = None) -> dict[str, Any]:
     """``{"observation", "patch"}`` from executing the record's call on its view alone.
 
-    ``run`` executes the call on a state (default: ``envsim.envs.executor.execute`` of the record's
+    ``run`` executes the call on a state (default: ``envsim.envs.sandbox.executor.execute`` of the record's
     registered environment); the patch is the Δ between the view and the state after the run, so its paths
     are full-state paths.
     """
@@ -40,7 +40,7 @@ def view_oracle_answer(record: dict[str, Any], run: Runner | None = None) -> dic
 
     view = view_of(record).state
     if run is None:
-        from envsim.envs.executor import execute
+        from envsim.envs.sandbox import execute
         from envsim.envs.registry import get_env
 
         transition = execute(get_env(record["env"]), view, record["action"])

@@ -93,7 +93,7 @@ def reproduction_problem(env_class: type, record: dict[str, Any], view_state: An
     """Why running the record's call on ``view_state`` alone does not reproduce the record (``None``: it does)."""
     import jsonpatch
 
-    from envsim.envs.executor import execute
+    from envsim.envs.sandbox import execute
 
     try:
         transition = execute(env_class, view_state, record["action"])

@@ -1,4 +1,4 @@
-"""``--env-module MODULE``: the user trusts their own environment module for one command (see ``envsim.envs.trust``)."""
+"""``--env-module MODULE``: the user trusts their own environment module for one command (see ``envsim.envs.sandbox.trust``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import click
 
 def _trust_modules(ctx: click.Context, param: click.Parameter, modules: tuple[str, ...]) -> tuple[str, ...]:
     """Trust and import every named module now, so a typo stops the command before any work."""
-    from envsim.envs.trust import trust_module
+    from envsim.envs.sandbox import trust_module
 
     for module in modules:
         try:
@@ -35,6 +35,6 @@ def env_module_option(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def trust_command_line_env(env_id: str) -> None:
     """An ``--env MODULE:Class`` typed on the command line trusts MODULE (the user named it, not a file)."""
-    from envsim.envs.trust import trust_target
+    from envsim.envs.sandbox import trust_target
 
     trust_target(env_id)

@@ -109,9 +109,9 @@ def show_cmd(env_id: str, seed: int, as_json: bool, full: bool = False) -> None:
     """Show one environment: description, tool schemas and a sampled state."""
     from envsim.cli.state_preview import state_preview
     from envsim.envs.registry import UnknownEnvironment, get_env
-    from envsim.envs.source import env_version
+    from envsim.envs.shown import env_version
 
-    from envsim.envs.trust import trust_target
+    from envsim.envs.sandbox import trust_target
 
     try:
         trust_target(env_id)  # typed on the command line: the user's own choice

@@ -1,7 +1,7 @@
 """The ``executor`` baseline: answer every sample by running the code the prompt shows on the state it shows.
 
 It reads **only the prompt text** (``evaluation.prompting.shown_prompt``; never the record), builds one Python module
-from the shown code, runs the call in the untrusted-code sandbox (``envs.sandbox``, as string classes of
+from the shown code, runs the call in the untrusted-code sandbox (``envs.sandbox.runner``, as string classes of
 ``from_envscaler`` run: the code came from a file) on the shown state or view, and answers the observation
 and the patch (``envsim.delta.compute_delta``) it produced. A sample it gets wrong is a *prompt-sufficiency
 defect* until shown otherwise (``evaluation.baselines.executor_misses`` names the cause).
@@ -12,7 +12,7 @@ How the shown code becomes a module (the conventions a Python reader of the prom
   methods) are methods of one class, everything else (helpers, constants, classes) stays at module level;
   a τ-bench-style tool class (``class X(Tool)`` with a static ``invoke(data, ...)``) is called as
   ``invoke(state, **arguments)``, the state being the dict ``data``;
-* module-shaped tool code (``envsim.envs.shown_code``: imports, models, helpers, classes, ending with
+* module-shaped tool code (``envsim.envs.shown.code``: imports, models, helpers, classes, ending with
   ``# The call runs Class.tool on an object whose public attributes are the state.``) runs as shown; that class,
   made without ``__init__``, gets the state's keys as attributes (code importing pydantic gets it in the sandbox);
   a dict the view's notes say the call counts gets stand-ins up to that number (``executor_stand_ins``);
@@ -26,7 +26,7 @@ How the shown code becomes a module (the conventions a Python reader of the prom
   not evaluated (``from __future__ import annotations``). Any other name must be defined in the shown code;
 * arguments are checked against the signature before the code runs, exceptions become
   ``{"success": false, "error": "<Type>: <message>"}`` and changes made before them stay (the sandbox's
-  in-process caller, ``envs.calling``), as the system prompt says.
+  in-process caller, ``envs.sandbox.calling``), as the system prompt says.
 
 ``pomdp`` prompts show neither state nor code: the executor refuses them (``POMDP_REFUSAL``).
 """
@@ -154,7 +154,7 @@ class ShownModule:
     packages: list[str] = field(default_factory=list)          # optional packages the code imports (pydantic)
 
 
-#: The last line of a module-shaped tool code (``envsim.envs.shown_code.ENTRY_LINE``): which class's method runs.
+#: The last line of a module-shaped tool code (``envsim.envs.shown.code.ENTRY_LINE``): which class's method runs.
 ENTRY_PATTERN = re.compile(r"^# The call runs (\w+)\.(\w+) on an object whose public attributes are the state\.$",
                            re.MULTILINE)
 #: Appended to a module-shaped code: the tool raising the prompt's ToolError answers {"success": false, ...};
@@ -176,8 +176,8 @@ def _envsim_catch_prompt_tool_error(method, tool_error=_envsim_prompt_tool_error
 
 
 def _imported_packages(tree: ast.Module) -> list[str]:
-    """Optional packages (``sandbox_worker.REQUESTABLE``) the code imports."""
-    from envsim.envs.sandbox_worker import REQUESTABLE
+    """Optional packages (``envsim.envs.sandbox.REQUESTABLE``) the code imports."""
+    from envsim.envs.sandbox import REQUESTABLE
 
     tops = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     tops |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level}

@@ -211,9 +211,9 @@ def chained_misses(episodes: Sequence[dict[str, Any]], rows: dict[str, dict[str,
                    version: str) -> list[dict[str, Any]]:
     """The misses of a chained run: each step up to the first divergence, classified (``id`` is
     ``episode#step``); a step after it counts as ``carried`` in its episode's first entry."""
-    from envsim.envs.executor import execute
+    from envsim.envs.sandbox import execute
     from envsim.envs.registry import get_env
-    from envsim.envs.source import class_source
+    from envsim.envs.shown import class_source
     from envsim.evaluation.prompting.prompts import build_messages
 
     misses = []

@@ -64,7 +64,7 @@ class OracleProvider:
 
 def oracle_answer(record: dict[str, Any]) -> str:
     """The true answer for a record, computed by executing the registered environment now."""
-    from envsim.envs.executor import execute
+    from envsim.envs.sandbox import execute
     from envsim.envs.registry import get_env
 
     from envsim.envs.adapters.tau import is_tau

@@ -16,7 +16,7 @@ Versions (``version=``; the same information in each, answers in the same format
 * ``"4"``: version 3 with a system prompt that says how the code's objects map to the JSON state (the object
   the call runs on, named by the last line of module-shaped code; model fields as keys; Enum members as their
   values; new records with every field, defaults included). User messages read as in version 3. The default
-  of ``mdp-view`` on benchmark files (your own environments, whose code ``envsim.envs.shown_code`` renders);
+  of ``mdp-view`` on benchmark files (your own environments, whose code ``envsim.envs.shown.code`` renders);
   the shipped ``v1`` / ``v2`` keep versions 1 to 3.
 """
 

@@ -109,7 +109,7 @@ def _prompt_text(record: Mapping[str, Any], config: Mapping[str, Any]) -> str:
     try:
         if mode == "full-class":
             from envsim.envs.registry import get_env
-            from envsim.envs.source import class_source
+            from envsim.envs.shown import class_source
 
             source = class_source(get_env(str(record["env"])))
         messages = build_messages(dict(record), mode, class_source=source,

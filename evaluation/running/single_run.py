@@ -44,7 +44,7 @@ def class_sources(records: list[dict[str, Any]]) -> dict[str, str]:
     """Class source per environment of ``records`` (for ``full-class`` prompts); a failing one is left out
     (reported per sample as a prompt failure)."""
     from envsim.envs.registry import get_env
-    from envsim.envs.source import class_source
+    from envsim.envs.shown import class_source
 
     sources = {}
     for env_id in sorted({r["env"] for r in records}):

@@ -80,7 +80,7 @@ def sort_keys(node: dict[Any, Any]) -> None:
 
 
 def canonical_order_after(doc: CopyOnWrite, op: dict[str, Any]) -> None:
-    """Keep a state in canonical key order (the order ``envs.executor`` gives every state) after an applied
+    """Keep a state in canonical key order (the order ``envs.sandbox.executor`` gives every state) after an applied
     op: a key added to an object is moved to its sorted place, a value written by add/replace/copy is sorted
     through. Only the op's target and the value it wrote are touched (both owned by ``doc``), so a state in
     canonical order stays so, as when the whole state was re-serialised with sorted keys."""

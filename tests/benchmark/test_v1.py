@@ -14,9 +14,9 @@ from envsim.construction.composition import load_spec
 from envsim.construction.interop import from_envsimbench, to_envsimbench
 from envsim.construction.splits import read_test_envs, training_envs
 from envsim.delta import apply_patch, same_json
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.envs.registry import get_env, list_envs
-from envsim.envs.source import env_version, tool_code
+from envsim.envs.shown import env_version, tool_code
 
 BUILD = json.loads((BENCHMARK_DIR / "v1" / "build.json").read_text())
 TEST = load("v1", "test")

@@ -16,9 +16,9 @@ from envsim.construction.composition import load_spec
 from envsim.construction.long_state import env_candidates, prompt_tokens
 from envsim.construction.splits import LeakError, assert_no_test_envs, read_test_envs, training_envs
 from envsim.delta import apply_patch, canonical_json, same_json
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.envs.registry import get_env, list_envs
-from envsim.envs.source import env_version, tool_code
+from envsim.envs.shown import env_version, tool_code
 
 V2 = BENCHMARK_DIR / "v2"
 BUILD = json.loads((V2 / "build.json").read_text())

@@ -15,10 +15,10 @@ from envsim.construction.state_explorer import StateExplorer
 from envsim.delta import canonical_json
 from envsim.envs.adapters.foreign import wrap_class
 from envsim.envs.base import Environment
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.envs.registry import get_env
 from envsim.envs.tool import tool
-from envsim.envs.trust import trust_module
+from envsim.envs.sandbox import trust_module
 
 SMALL_SHOP = "tests.fixtures.shopdb.small:SmallShopEnv"
 

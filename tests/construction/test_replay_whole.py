@@ -15,7 +15,7 @@ from envsim.construction.cow_labelling import EpisodeLabeller
 from envsim.construction.labelling import sample_id
 from envsim.construction.state_explorer import StateExplorer
 from envsim.envs.registry import get_env
-from envsim.envs.trust import trust_module
+from envsim.envs.sandbox import trust_module
 
 SMALL_SHOP = "tests.fixtures.shopdb.small:SmallShopEnv"
 DESK = "tests.fixtures.ticket_desk:TicketDesk"

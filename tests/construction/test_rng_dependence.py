@@ -16,7 +16,7 @@ from envsim.construction.labelling import to_record  # noqa: E402
 from envsim.construction.rng_dependence import (  # noqa: E402
     draw_count, draw_dependent, draw_dependent_ids, label_changes_with_seed, recorded_draws, split_draw_dependent)
 from envsim.envs.adapters.bfcl import bfcl_env  # noqa: E402
-from envsim.envs.executor import execute  # noqa: E402
+from envsim.envs.sandbox import execute  # noqa: E402
 
 AUTH = {"client_id": "c", "client_secret": "s", "refresh_token": "r", "grant_type": "read_write",
         "user_first_name": "Ada", "user_last_name": "Lovelace"}

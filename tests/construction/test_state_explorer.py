@@ -10,7 +10,7 @@ from envsim.construction.explorer import ExplorerPolicy
 from envsim.construction.rollout import seeded_rollouts
 from envsim.construction.state_explorer import StateExplorer, explorer_for
 from envsim.envs.registry import get_env
-from envsim.envs.trust import trust_target
+from envsim.envs.sandbox import trust_target
 
 SMALL_SHOP = "tests.fixtures.shopdb.small:SmallShopEnv"
 

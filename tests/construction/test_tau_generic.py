@@ -12,9 +12,9 @@ import pytest
 
 from envsim.construction.labelling import to_record
 from envsim.construction.rollout import seeded_rollouts
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.envs.registry import get_env
-from envsim.envs.trust import trust_target
+from envsim.envs.sandbox import trust_target
 
 TAU_GENERIC = "tests.fixtures.tau_generic:TauRetail"
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from envsim.cli import main
 from envsim.construction.stats import record_token_stats, tokens_markdown
 from envsim.envs.registry import get_env
-from envsim.envs.source import class_source
+from envsim.envs.shown import class_source
 from envsim.evaluation.prompting.prompts import build_messages, target_answer
 from envsim.tokens import chat_tokens, count_tokens
 

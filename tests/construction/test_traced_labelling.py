@@ -13,7 +13,7 @@ from envsim.construction.traced_labelling import StateDigest, TracingError, labe
 from envsim.delta import canonical_json
 from envsim.envs import Environment, tool
 from envsim.envs.adapters.tau import task_actions, tau_env
-from envsim.envs.executor import NondeterminismError, execute
+from envsim.envs.sandbox import NondeterminismError, execute
 
 
 class Shop(Environment):

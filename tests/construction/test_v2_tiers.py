@@ -11,7 +11,7 @@ from envsim.construction.chained import (candidate_episodes, eligible, replay_st
                                          trim)
 from envsim.construction.long_state import env_candidates, prompt_tokens, scaled_sampling, scaled_state
 from envsim.delta import same_json
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.envs.registry import get_env
 from envsim.envs.sampling import Sampler
 from envsim.evaluation.scoring.chained import chained_summary, run_chained

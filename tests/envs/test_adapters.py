@@ -9,9 +9,8 @@ import uuid
 import pytest
 
 from envsim.envs.adapters import from_envscaler, wrap_bfcl, wrap_target
-from envsim.envs.executor import execute
-from envsim.envs.sandbox import Limits, SandboxError
-from envsim.envs.source import tool_code
+from envsim.envs.sandbox import Limits, SandboxError, execute
+from envsim.envs.shown import tool_code
 from tests.fixtures.foreign_envs import (HOSTILE_SOURCE, LIBRARY_CONFIG, LIBRARY_SOURCE, TICKET_SCENARIO,
                                          TicketDesk)
 
@@ -166,7 +165,7 @@ from envsim.construction.labelling import to_record  # noqa: E402
 from envsim.envs import Environment  # noqa: E402
 from envsim.envs.adapters.codec import StateCodec  # noqa: E402
 from envsim.envs.adapters.foreign import NoToolsError, wrap_class  # noqa: E402
-from envsim.envs.executor import StateError  # noqa: E402
+from envsim.envs.sandbox import StateError  # noqa: E402
 from tests.fixtures import stateful_foreign as sf  # noqa: E402
 
 
@@ -280,7 +279,7 @@ def test_no_tools_is_a_clear_error():
 
 def test_module_class_ids_resolve_once_and_records_carry_the_origin():
     from envsim.envs.registry import get_env
-    from envsim.envs.trust import trust_module
+    from envsim.envs.sandbox import trust_module
 
     target = "tests.fixtures.foreign_envs:TicketDesk"
     trust_module("tests.fixtures")  # module:Class ids resolve only for modules the user trusts

@@ -16,8 +16,8 @@ pytest.importorskip("bfcl_eval", reason=f"needs the [bfcl] extra ({INSTALL_HINT}
 from envsim.construction import bfcl as track  # noqa: E402
 from envsim.delta import canonical_json  # noqa: E402
 from envsim.envs.adapters import bfcl  # noqa: E402
-from envsim.envs.calling import call_tool  # noqa: E402
-from envsim.envs.executor import execute  # noqa: E402
+from envsim.envs.sandbox import call_tool  # noqa: E402
+from envsim.envs.sandbox import execute  # noqa: E402
 from envsim.envs.registry import get_env  # noqa: E402
 
 CLASSES = list(bfcl.CLASSES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from envsim.delta import apply_patch, same_json
-from envsim.envs.executor import NondeterminismError, StateError, execute
+from envsim.envs.sandbox import NondeterminismError, StateError, execute
 from envsim.envs.base import Environment
 from envsim.envs import tool
 from tests.envs.fake_env import Counter

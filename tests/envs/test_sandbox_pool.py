@@ -7,10 +7,9 @@ import warnings
 
 import pytest
 
-from envsim.envs import sandbox
+from envsim.envs.sandbox import runner as sandbox
 from envsim.envs.adapters import from_envscaler
-from envsim.envs.executor import execute
-from envsim.envs.sandbox import Limits, SandboxError, confinement_report, run_request
+from envsim.envs.sandbox import Limits, SandboxError, confinement_report, execute, run_request
 from tests.fixtures.foreign_envs import LIBRARY_CONFIG, LIBRARY_SOURCE
 
 LAYERS = confinement_report()

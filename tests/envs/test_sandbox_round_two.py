@@ -19,10 +19,10 @@ import uuid
 
 import pytest
 
-from envsim.envs import sandbox, sandbox_confine
+from envsim.envs.sandbox import runner as sandbox
+from envsim.envs.sandbox import confine as sandbox_confine
 from envsim.envs.adapters.untrusted import EnvironmentSourceError, MAX_SOURCE_BYTES, from_envscaler
-from envsim.envs.executor import execute
-from envsim.envs.sandbox import Limits, SandboxError, confinement_report, run_request
+from envsim.envs.sandbox import Limits, SandboxError, confinement_report, execute, run_request
 
 LIMITS = Limits(cpu_seconds=3, wall_seconds=8, memory_bytes=512 << 20)
 LAYERS = confinement_report()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from envsim.envs import sandbox
+from envsim.envs.sandbox import runner as sandbox
 from envsim.envs.sandbox import WORKDIR_PREFIX, sweep_stale_workdirs
 
 
@@ -43,8 +43,8 @@ def test_a_worker_directory_left_by_kill_9_is_removed_when_the_next_worker_start
     script = textwrap.dedent("""
         import os, sys, tempfile, time
         tempfile.tempdir = sys.argv[1]
-        from envsim.envs import sandbox_confine
-        from envsim.envs.sandbox import Limits, _Worker, _setup
+        from envsim.envs.sandbox import confine as sandbox_confine
+        from envsim.envs.sandbox.runner import Limits, _Worker, _setup
         source = "class Probe:\\n    def ping(self):\\n        return 1\\n"
         worker = _Worker(_setup({"source": source, "class_name": "Probe", "load": "attrs", "tools": ["ping"]},
                                 Limits(), tripwire=True, confine=sandbox_confine.LAYERS))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.envs.registry import get_env
-from envsim.envs.trust import trust_module
+from envsim.envs.sandbox import trust_module
 from tests.fixtures.shopdb.data import make_db
 from tests.fixtures.shopdb.models import ShopDB
 from tests.fixtures.shopdb.toolkit import TOOL_REGISTRY

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from envsim.envs.adapters.foreign import wrap_target
-from envsim.envs.shown_code import ENTRY_LINE, shown_tool_code
+from envsim.envs.shown import ENTRY_LINE, shown_tool_code
 
 KINDS = "tests.fixtures.shown_kinds.kit:KindsEnv"
 HELPDESK = "tests.fixtures.helpdesk.wrapper:HelpdeskEnv"
@@ -113,7 +113,7 @@ def test_enums_and_exception_classes_are_shown_with_their_bases():
 def test_helpers_are_followed_transitively_within_a_bound(monkeypatch):
     code = _code(KINDS, "deep")
     assert all(f"def chain_{i}(" in code for i in range(4))
-    import envsim.envs.shown_code as shown
+    import envsim.envs.shown.code as shown
 
     monkeypatch.setattr(shown, "MAX_DEFINITIONS", 4)  # the state class, Kit, chain_0, chain_1
     shown.shown_tool_code.cache_clear()
@@ -137,7 +137,7 @@ def test_what_cannot_be_shown_is_one_line_naming_the_tool_and_the_name():
 
 def test_a_tool_without_source_is_one_line_naming_it():
     from envsim.envs.adapters.foreign import wrap_class
-    from envsim.envs.source_follow import ToolSourceNotFound
+    from envsim.envs.shown import ToolSourceNotFound
 
     namespace: dict = {}
     exec("class Blind:\n    def ping(self) -> int:\n        '''Ping.'''\n        return 1\n", namespace)  # noqa: S102
@@ -149,7 +149,7 @@ def test_a_tool_without_source_is_one_line_naming_it():
 
 def test_shown_code_runs_as_the_environment_does():
     """Every helpdesk tool's shown code, run on the state like the environment does, gives the environment's answer."""
-    from envsim.envs.executor import execute
+    from envsim.envs.sandbox import execute
 
     env = wrap_target(HELPDESK)
     state = env.sample_state(0)
@@ -193,7 +193,7 @@ def _module(code: str) -> dict:
 def test_constants_with_enum_members_and_sets_build_byte_identically_under_two_hash_seeds():
     script = ("import hashlib\n"
               "from envsim.envs.adapters.foreign import wrap_target\n"
-              "from envsim.envs.shown_code import shown_tool_code\n"
+              "from envsim.envs.shown.code import shown_tool_code\n"
               "digest = hashlib.sha256()\n"
               "for target in ('tests.fixtures.shown_kinds.kit:KindsEnv', 'tests.fixtures.helpdesk.wrapper:HelpdeskEnv'):\n"
               "    env = wrap_target(target)\n"

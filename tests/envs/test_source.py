@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envsim.envs.source import class_source, env_version, tool_code
+from envsim.envs.shown import class_source, env_version, tool_code
 from tests.envs.fake_env import Counter
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from envsim.envs.adapters.foreign import wrap_class
-from envsim.envs.source import constant_source, tool_code
+from envsim.envs.shown import constant_source, tool_code
 
 
 class Status(str, enum.Enum):
@@ -73,7 +73,7 @@ def test_enum_constants_and_classes_are_shown_as_python():
 
 def test_set_constants_have_one_order_whatever_the_hash_seed():
     assert "CHANNELS = {'chat', 'email', 'phone', 'web'}" in tool_code(wrap_class(Desk), "channels")
-    script = ("from envsim.envs.adapters.foreign import wrap_class; from envsim.envs.source import tool_code; "
+    script = ("from envsim.envs.adapters.foreign import wrap_class; from envsim.envs.shown.source import tool_code; "
               "from tests.envs.test_source_enum_constants import Desk; print(tool_code(wrap_class(Desk), 'channels'))")
     root = Path(__file__).resolve().parents[2]
     shown = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, check=True,

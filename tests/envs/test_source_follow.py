@@ -12,10 +12,10 @@ import pytest
 from envsim.construction.errors import ToolCodeMissing
 from envsim.construction.labelling import record_code, to_record
 from envsim.envs.adapters.foreign import wrap_class
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.envs.registry import get_env
-from envsim.envs.source import ToolSourceNotFound, tool_code
-from envsim.envs.trust import trust_module
+from envsim.envs.shown import ToolSourceNotFound, tool_code
+from envsim.envs.sandbox import trust_module
 from tests.envs.fake_env import Counter
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from envsim import delta as delta_module
 from envsim.envs import Environment, tool
-from envsim.envs import executor as executor_module
+from envsim.envs.sandbox import executor as executor_module
 from envsim.envs.base import StateError
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.evaluation.scoring.parsing import ParsedAnswer
 from envsim.evaluation.scoring.scoring import score_prediction
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from envsim.envs.adapters.tau import TauBenchNotFound, locate_tau_bench, task_actions, tool_classes
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.envs.registry import get_env
 
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from envsim.cli import main
 from envsim.envs import registry as reg
-from envsim.envs.trust import trust_module
+from envsim.envs.sandbox import trust_module
 
 CANARY = "envsim_canary_mod"
 LIBRARY = '''
@@ -108,7 +108,7 @@ def test_shipped_namespaces_and_trusted_modules_are_accepted(canary):
 def test_entry_point_group_trusts_a_plugin_module(canary, monkeypatch):
     from importlib.metadata import EntryPoint
 
-    from envsim.envs import trust
+    from envsim.envs.sandbox import trust
 
     ep = EntryPoint(name="canary", value=CANARY, group=trust.TRUSTED_ENTRY_POINT_GROUP)
     monkeypatch.setattr(trust, "entry_points", lambda group: [ep] if group == trust.TRUSTED_ENTRY_POINT_GROUP else [])
@@ -118,7 +118,7 @@ def test_entry_point_group_trusts_a_plugin_module(canary, monkeypatch):
 
 def test_custom_environment_survives_construct_then_eval(tmp_path, monkeypatch):
     """The documented Library (docs/environments.md): construct --env mylib:Library, then eval --env-module mylib scores it (oracle = 100%)."""
-    from envsim.envs.trust import forget_trusted
+    from envsim.envs.sandbox import forget_trusted
 
     (tmp_path / "mylib.py").write_text(textwrap.dedent(LIBRARY))
     monkeypatch.syspath_prepend(str(tmp_path))

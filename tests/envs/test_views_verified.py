@@ -19,7 +19,7 @@ from envsim.construction.labelling import to_record
 from envsim.construction.pipeline import build_pool
 from envsim.construction.stats import record_stats, view_line
 from envsim.envs.adapters.foreign import wrap_class
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.envs.views.verify import check_view, reproduction_problem, runnable_state, stored_view, view_with
 from envsim.evaluation.prompting.prompts import build_messages
 
@@ -136,7 +136,7 @@ def test_stand_ins_do_not_hide_a_read_of_the_records_they_stand_for() -> None:
 
 @pytest.fixture(scope="module")
 def shop_records() -> list[dict[str, Any]]:
-    from envsim.envs.trust import trust_module
+    from envsim.envs.sandbox import trust_module
 
     trust_module("tests.fixtures.shopdb")
     return build_pool([SMALL_SHOP], seed=0, episodes=2, steps=15, split="test")
@@ -144,7 +144,7 @@ def shop_records() -> list[dict[str, Any]]:
 
 def test_every_object_model_view_is_verified_and_runs_alone(shop_records) -> None:
     from envsim.envs.registry import get_env
-    from envsim.envs.trust import trust_module
+    from envsim.envs.sandbox import trust_module
 
     trust_module("tests.fixtures.shopdb")
     cls = get_env(SMALL_SHOP)
@@ -216,7 +216,7 @@ def test_the_two_shipped_tau_views_that_missed_products_run_alone() -> None:
 
 
 def _pool_figures(target: str, episodes: int, steps: int) -> tuple[list[dict[str, Any]], list[int]]:
-    from envsim.envs.trust import trust_target
+    from envsim.envs.sandbox import trust_target
     from envsim.tokens import chat_tokens, get_tokenizer
 
     trust_target(target)

@@ -130,7 +130,7 @@ def test_symlinked_run_files_are_refused_and_their_targets_untouched(tmp_path, s
 def test_a_state_with_surrogates_is_labelled_written_and_read_back(tmp_path):
     from envsim.benchmark import load
     from envsim.construction.labelling import sample_id, to_record
-    from envsim.envs.executor import execute
+    from envsim.envs.sandbox import execute
     from envsim.envs.registry import get_env
 
     env = get_env("online_store-v1")

@@ -154,8 +154,8 @@ def test_user_environments_from_strings_are_solved(mode: str) -> None:
     """An EnvScaler-style string class: its tool code shows the module constant it reads with its real value
     (it once read ``LIMIT = None``), and the executor answers every call as the sandboxed class does."""
     from envsim.envs.adapters.untrusted import from_envscaler
-    from envsim.envs.executor import execute
-    from envsim.envs.source import tool_code
+    from envsim.envs.sandbox import execute
+    from envsim.envs.shown import tool_code
 
     env = from_envscaler({"env_class_code": SHOP_SOURCE, "init_config": {"items": {"a": {"stock": 5}}}})
     assert "LIMIT = 10" in tool_code(env, "buy")

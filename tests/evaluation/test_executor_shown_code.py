@@ -1,4 +1,4 @@
-"""The executor baseline runs module-shaped tool code (``envsim.envs.shown_code``): pydantic models rebuilt from
+"""The executor baseline runs module-shaped tool code (``envsim.envs.shown.code``): pydantic models rebuilt from
 the JSON state in the sandbox, the tool attached to the state's class, the prompt's ``ToolError`` rule, and
 stand-ins for the records a call only counts (issue 43, item 2)."""
 
@@ -8,7 +8,7 @@ import json
 
 from envsim.construction.labelling import to_record
 from envsim.envs.adapters.foreign import wrap_target
-from envsim.envs.executor import execute
+from envsim.envs.sandbox import execute
 from envsim.evaluation.baselines.executor_baseline import build_module, execute_prompt
 from envsim.evaluation.scoring.parsing import parse_answer
 from envsim.evaluation.prompting.prompts import build_messages, default_prompt_version, system_prompt

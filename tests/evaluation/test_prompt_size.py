@@ -11,7 +11,7 @@ from envsim.construction.cow_labelling import RecordMaker, label_calls
 from envsim.construction.pipeline import write_jsonl
 from envsim.construction.state_explorer import StateExplorer
 from envsim.envs.registry import get_env
-from envsim.envs.trust import trust_module
+from envsim.envs.sandbox import trust_module
 
 SMALL_SHOP = "tests.fixtures.shopdb.small:SmallShopEnv"
 

@@ -52,7 +52,7 @@ def test_records() -> list[dict]:
 @pytest.fixture(scope="module")
 def sources(test_records) -> dict[str, str]:
     from envsim.envs.registry import get_env
-    from envsim.envs.source import class_source
+    from envsim.envs.shown import class_source
 
     return {e: class_source(get_env(e)) for e in {r["env"] for r in test_records}}
 

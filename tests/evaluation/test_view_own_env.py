@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from envsim.cli import main
-from envsim.envs.trust import env_refusal, forget_trusted
+from envsim.envs.sandbox import env_refusal, forget_trusted
 from envsim.evaluation.reporting.view_values import page_samples
 from tests.evaluation.chromium import render
 
