@@ -74,9 +74,11 @@ def agent_pool(options: ConstructOptions, env_ids: Sequence[str]) -> list[dict[s
     return list(deduplicate(records))
 
 
-def explorer_pool(options: ConstructOptions, env_ids: Sequence[str]) -> list[dict[str, Any]]:
+def explorer_pool(options: ConstructOptions, env_ids: Sequence[str],
+                  counts: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """Records of seeded explorer rollouts (``options.episodes`` x ``options.steps`` per environment); a user's
-    ``module:Class`` is split by episodes (``construction.own_env``), after the registry's environments."""
+    ``module:Class`` is split by episodes (``construction.own_env``), after the registry's environments. ``counts``
+    (if given) is told how many calls were labelled and why some made no record (``own_env_records``)."""
     from envsim.construction.own_env import is_own_target, own_env_records
     from envsim.construction.pipeline import build_pool
     from envsim.progress import progress as tqdm
@@ -88,9 +90,23 @@ def explorer_pool(options: ConstructOptions, env_ids: Sequence[str]) -> list[dic
         for env_id in env_ids:
             if is_own_target(env_id):
                 records += own_env_records(env_id, options.seed, options.episodes, options.steps, options.split,
-                                           workers=options.workers)
+                                           workers=options.workers, counts=counts)
                 bar.update(1)
     return records
+
+
+def pool_shortfall_line(options: ConstructOptions, written: int, counts: dict[str, int]) -> str:
+    """Why ``--pool N`` wrote fewer records: how many calls were tried and what refused the others."""
+    reasons = [f"{counts[key]} {text}" for key, text in (
+        ("repeated_calls", "repeated a call on the same state (one record each)"),
+        ("on_initial_states_of_the_other_split", "were calls on an initial state that the split policy gives to the "
+                                                 "other split"),
+        ("excluded_by_exclude", "were in an --exclude file")) if counts.get(key)]
+    tried = (f"{counts['labelled_calls']} calls labelled (--episodes {options.episodes} x --steps {options.steps}); "
+             if counts.get("labelled_calls") else "")
+    return (f"warning: wrote {written} of the {options.pool_size} records --pool asks for: {tried}"
+            + ("; ".join(reasons) if reasons else "the rollouts gave no more distinct calls")
+            + "; try more --episodes/--steps")
 
 
 def build_single_split(options: ConstructOptions, env_ids: Sequence[str], excluded: set[str],
@@ -104,13 +120,16 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
     from envsim.construction.stored_states import has_large_state
     from envsim.evaluation.prompting.prompts import VIEW_PROMPT_VERSION, default_prompt_version
 
+    pool_counts: dict[str, int] = {}
     if options.policy == "replay":
         pool = replayed_pool(options)
     elif options.policy == "llm":
         pool = agent_pool(options, env_ids)
     else:
-        pool = explorer_pool(options, env_ids)
+        pool = explorer_pool(options, env_ids, counts=pool_counts)
+    before_exclude = len(pool)
     pool = [r for r in pool if r["id"] not in excluded]
+    pool_counts["excluded_by_exclude"] = before_exclude - len(pool)
     short: list[Any] = []
     if options.pool_size is not None:
         records = spread_sample(pool, options.pool_size, seed=options.seed, domains=domains)
@@ -133,6 +152,9 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
              f"(pool {len(pool)}) -> {out}", stratum_line(stats)]
     for line in tool_lines(stats["tool_outcomes"]):
         options.echo_err(line)
+    if options.pool_size is not None and len(records) < options.pool_size:
+        stats["pool_shortfall"] = {"asked": options.pool_size, "written": len(records), **pool_counts}
+        options.echo_err(pool_shortfall_line(options, len(records), pool_counts))
     if short:  # labelled work is written whatever the spec asked; what is missing is said
         hint = "log more calls" if options.policy == "replay" else "try more --episodes/--steps"
         if not records:

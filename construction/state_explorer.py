@@ -96,7 +96,7 @@ class StateExplorer:
     def arguments_for(self, env_class: type[Environment], spec: ToolSpec, state: dict[str, Any]) -> dict[str, Any]:
         """Arguments of one call of ``spec`` drawn from ``state`` (required ones always, optional ones at
         ``optional_rate``), with one id spoiled at ``miss_rate``."""
-        return self.arguments_from(env_class, spec, StateIndex.of(state))
+        return self.arguments_from(env_class, spec, StateIndex.of(state, lists=True))
 
     def arguments_from(self, env_class: type[Environment], spec: ToolSpec, index: StateIndex) -> dict[str, Any]:
         """``arguments_for`` with an index already made (of this state, or one with the same keys)."""
@@ -135,6 +135,7 @@ class _Call:
         self.words = " ".join(_WORD.findall((spec.name.replace("_", " ") + " " + (spec.method.__doc__ or "")).lower()))
         self.chosen: dict[str, Any] = {}
         self._name = ""          # the id parameter being drawn (a write avoids the value its record holds)
+        self._anchored: set[int] = set()  # ids of focused records taken from a list of records without ids
 
     def draw(self) -> dict[str, Any]:
         names = [n for n, p in self.params.items() if p.required or self.rng.random() < self.explorer.optional_rate]
@@ -150,6 +151,9 @@ class _Call:
         if record is None or any(r is record for r in self.focus):
             return
         self.focus.append(record)
+        owner = self._owner(collection)
+        if owner is not None:  # a record of a list inside another record (a customer's line): its owner too
+            self._add_focus(*owner)
         memory = self.explorer.remembered
         if (collection.path, key) not in memory:
             memory.append((collection.path, key))
@@ -167,6 +171,32 @@ class _Call:
                     for key in value[:20]:
                         if key in home.records:
                             self._add_focus(home, key)
+
+    def _owner(self, collection: Collection) -> tuple[Collection, str] | None:
+        """The collection and key of the record holding ``collection`` (``customers``/``C0001`` for the list at
+        ``customers/C0001/lines``), when that record is itself in an indexed collection."""
+        if len(collection.path) < 3:
+            return None
+        parent = next((c for c in self.index.collections if c.path == collection.path[:-2]), None)
+        key = collection.path[-2]
+        return (parent, key) if parent is not None and key in parent.records else None
+
+    def _from_record_lists(self, name: str) -> list[Any]:
+        """A value of field ``name`` from one record of a top-level list of records without ids (flights), when
+        those records also hold another parameter of the call: the record goes first in the focus, so the call's
+        other parameters (``date``) come from the same record."""
+        others = set(self.params) - {name} - set(self.chosen)
+        for records in self.index.record_lists:
+            if name not in records[0]:
+                continue
+            record = next((r for r in self.focus if id(r) in self._anchored and name in r), None)
+            if record is None and others & set(records[0]):
+                record = self.rng.choice(records)
+                self.focus.insert(0, record)
+                self._anchored.add(id(record))
+            if record is not None:
+                return [record[name]] if not isinstance(record[name], (dict, list)) else []
+        return []
 
     def _from_focus(self, stem: str, names: tuple[str, ...], description: str = "") -> list[Any]:
         """Values for ``stem`` from the focus: keys of a nested collection of that name (those whose records the
@@ -188,8 +218,10 @@ class _Call:
         origin, args = typing.get_origin(hint), typing.get_args(hint)
         if origin in (Union, types.UnionType):
             members = [a for a in args if a is not type(None)]
-            hint = members[0] if members else str
+            hint = next((m for m in members if model_fields(m)), members[0] if members else str)
             origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if model_fields(hint):
+            return self.model_value(hint)
         if param.enum:
             return self.rng.choice(param.enum)
         if origin is Literal:
@@ -304,17 +336,69 @@ class _Call:
         paired = self._paired(name)
         if isinstance(paired, list):
             return [self._sibling(v) or v for v in paired]
+        length = self._paired_length(param)
         if id_like(name) or self.index.named(param_stem(name)[0]):
             keys, collection = self._candidates(name)
             if keys:
                 unique = list(dict.fromkeys(keys))
-                chosen = self.rng.sample(unique, min(len(unique), self.rng.randint(1, 3)))
+                if length is None:
+                    chosen = self.rng.sample(unique, min(len(unique), self.rng.randint(1, 3)))
+                elif length <= len(unique):
+                    chosen = self.rng.sample(unique, length)
+                else:  # more items than distinct values: values repeat, the length holds
+                    chosen = [self.rng.choice(unique) for _ in range(length)]
                 if collection is not None:
                     for key in chosen:
                         self._add_focus(collection, key)
                 return chosen
         single = Param(singular(name), item, param.description)
-        return [self.value(single) for _ in range(self.rng.randint(1, 2))]
+        if model_fields(_model_member(item)):
+            count = length if length is not None else self._focus_list_length(_model_member(item))
+            return [self.model_value(_model_member(item)) for _ in range(count or self.rng.randint(1, 2))]
+        return [self.value(single) for _ in range(length if length is not None else self.rng.randint(1, 2))]
+
+    def _paired_length(self, param: Param) -> int | None:
+        """The length of a list already drawn for this call that ``param`` pairs with item by item: the tool's
+        docstring or the parameter's description says so (``one plan id per line``, ``in the same order``,
+        ``respectively``, ``the i-th``) or names that parameter; ``None`` when there is none."""
+        drawn = {n: v for n, v in self.chosen.items() if isinstance(v, list) and n != param.name}
+        if not drawn:
+            return None
+        text = (param.description + " " + self.words).lower()
+        for other, value in drawn.items():
+            described = self.params[other].description.lower() if other in self.params else ""
+            if _PAIRED.search(text) or _PAIRED.search(described) or other.replace("_", " ") in param.description \
+                    or other in param.description:
+                return len(value)
+        return None
+
+    def _focus_list_length(self, model: Any) -> int | None:
+        """How many records with ``model``'s fields a focused record holds in one list (a reservation's
+        passengers): a list replacing them keeps their number."""
+        fields = set(model_fields(model))
+        for record in self.focus:
+            for value in record.values() if isinstance(record, dict) else ():
+                if isinstance(value, list) and value and all(isinstance(v, dict) for v in value) \
+                        and fields <= set(value[0]):
+                    return len(value)
+        return None
+
+    def model_value(self, model: Any) -> dict[str, Any]:
+        """An object for a parameter typed as a model (a pydantic model, a dataclass, a ``TypedDict``): built field
+        by field, each value from the focus or the state under that field's name, else from its type."""
+        out: dict[str, Any] = {}
+        for name, (hint, required) in model_fields(model).items():
+            if not required and self.rng.random() >= self.explorer.optional_rate:
+                continue
+            values = [v for v in self._from_focus(name, (name,)) if not isinstance(v, (dict, list))]
+            seen = [v for v in self.index.field_values.get(name, []) if not isinstance(v, (dict, list))]
+            if seen and (not values or self.rng.random() < 0.5):  # other records' values: a change to write
+                values = seen
+            if values:
+                out[name] = self.rng.choice(values)
+            else:
+                out[name] = self.value(Param(name, hint, "", [], required))
+        return out
 
     def string(self, param: Param) -> Any:
         name = param.name
@@ -322,6 +406,10 @@ class _Call:
             value = self.id_value(name)
             if value is not None:
                 return value
+        if self.index.record_lists:
+            found = self._from_record_lists(name)
+            if found:
+                return self.rng.choice(found)
         if may_write(self.spec) and self.rng.random() < 0.7:  # a write sets new values: another record's
             seen = [v for v in self.index.field_values.get(name, []) if isinstance(v, str)]
             if seen:
@@ -394,6 +482,43 @@ class _Call:
             if candidate not in self.index.key_home and candidate not in self.index.field_values.get("", []):
                 return candidate
         return text + "_0000"
+
+
+_PAIRED = re.compile(r"\bsame (?:order|length|number)\b|\brespectively\b|\bcorrespond|\bi-th\b|\bone \w+(?: \w+)? per\b"
+                     r"|\bper (?:line|item|entry)\b")
+
+
+def _model_member(hint: Any) -> Any:
+    """The model among a union's members (``Passenger | dict`` -> ``Passenger``), else ``hint``."""
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        return next((m for m in typing.get_args(hint) if model_fields(m)), hint)
+    return hint
+
+
+def model_fields(hint: Any) -> dict[str, tuple[Any, bool]]:
+    """``{field: (type, required)}`` of a pydantic model, a dataclass or a ``TypedDict``; ``{}`` for anything else."""
+    import dataclasses
+
+    if not isinstance(hint, type):
+        return {}
+    fields = getattr(hint, "model_fields", None)
+    if isinstance(fields, dict) and fields:
+        return {n: (f.annotation, f.is_required()) for n, f in fields.items()}
+    if dataclasses.is_dataclass(hint):
+        try:
+            hints = typing.get_type_hints(hint)
+        except Exception:  # noqa: BLE001 - unresolvable annotations: fields typed Any
+            hints = {}
+        return {f.name: (hints.get(f.name, Any), f.default is dataclasses.MISSING
+                         and f.default_factory is dataclasses.MISSING) for f in dataclasses.fields(hint)}
+    if issubclass(hint, dict) and hasattr(hint, "__annotations__") and hasattr(hint, "__total__"):
+        try:
+            hints = typing.get_type_hints(hint)
+        except Exception:  # noqa: BLE001
+            hints = dict(hint.__annotations__)
+        required = getattr(hint, "__required_keys__", set(hints))
+        return {n: (h, n in required) for n, h in hints.items()}
+    return {}
 
 
 _MAY_REPEAT = re.compile(r"\b(?:may|can|could|might)\b[^.]{0,60}\b(?:same|equal|identical)\b|\bsame as\b")

@@ -47,22 +47,39 @@ class StateIndex:
     by_name: dict[str, list[Collection]] = field(default_factory=dict)
     key_home: dict[str, list[Collection]] = field(default_factory=dict)
     field_values: dict[str, list[Any]] = field(default_factory=dict)
+    record_lists: list[list[dict[str, Any]]] = field(default_factory=list)  # lists of records without an id field
 
     @classmethod
-    def of(cls, state: dict[str, Any]) -> "StateIndex":
-        """Index ``state`` (collections, key -> collections holding it, scalar values per field name)."""
+    def of(cls, state: dict[str, Any], lists: bool = False) -> "StateIndex":
+        """Index ``state`` (collections, key -> collections holding it, scalar values per field name). With ``lists``
+        (user environments: ``construction.state_explorer``), a list of records that carry an id
+        (``list_collection_id``) at the top level or inside such a record (a customer's ``lines``) is a collection
+        keyed by that id, and other top-level lists of records are kept as ``record_lists``."""
         index = cls()
 
-        def walk(value: Any, path: tuple[str, ...], name: str, depth: int) -> None:
+        def add(collection: Collection) -> None:
+            index.collections.append(collection)
+            index.by_name.setdefault(collection.name, []).append(collection)
+            for key in collection.records:
+                index.key_home.setdefault(key, []).append(collection)
+
+        def walk(value: Any, path: tuple[str, ...], name: str, depth: int, in_list: bool = False) -> None:
             if depth > MAX_DEPTH:
                 return
+            if lists and isinstance(value, list) and (len(path) == 1 or in_list) and value \
+                    and all(isinstance(v, dict) for v in value):
+                id_field = list_collection_id(path[-1], value)
+                if id_field is not None:
+                    add(Collection(path, {str(v[id_field]): v for v in value}))
+                    for record in value:
+                        for key, item in record.items():
+                            walk(item, (*path, str(record[id_field]), str(key)), str(key), depth + 2, True)
+                    return
+                if len(path) == 1:
+                    index.record_lists.append(value)
             if isinstance(value, dict):
                 if value and path and all(isinstance(v, dict) for v in value.values()):
-                    collection = Collection(path, value)
-                    index.collections.append(collection)
-                    index.by_name.setdefault(collection.name, []).append(collection)
-                    for key in value:
-                        index.key_home.setdefault(key, []).append(collection)
+                    add(Collection(path, value))
                 for key, item in value.items():
                     walk(item, (*path, str(key)), str(key), depth + 1)
             elif isinstance(value, list):
@@ -81,6 +98,21 @@ class StateIndex:
             return exact
         return [c for name, found in self.by_name.items() for c in found
                 if name and len(stem) > 2 and (stem in name or name in stem)]
+
+
+def list_collection_id(name: str, records: list[dict[str, Any]]) -> str | None:
+    """The field that identifies the records of a list named ``name``: ``<singular>_id`` (``customers`` ->
+    ``customer_id``), else ``id``, else the one field ending in ``_id`` that every record has, each with a different
+    string value (``None``: the records carry no id)."""
+    first = records[0]
+    candidates = [f"{singular(str(name).lower())}_id", "id"]
+    ending = [k for k in first if isinstance(k, str) and k.endswith("_id")]
+    candidates += ending if len(ending) == 1 else []
+    for candidate in candidates:
+        values = [r.get(candidate) for r in records]
+        if all(isinstance(v, str) and v for v in values) and len(set(values)) == len(values):
+            return candidate
+    return None
 
 
 def deep_fields(value: Any, names: tuple[str, ...], depth: int = 0) -> list[Any]:
