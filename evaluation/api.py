@@ -58,7 +58,7 @@ def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tie
                           preflight=preflight, min_scored=threshold, runs_root=Path(runs_root),
                           run_dir=Path(run_dir) if run_dir else None, overwrite=overwrite, track=track,
                           horizon=horizon, episodes=episodes, env_modules=tuple(env_modules),
-                          echo=echo or _silent, echo_err=echo_err or _silent)
+                          echo=escaped(echo or _silent), echo_err=escaped(echo_err or _silent))
     options.check()
     import_env_modules(options.env_modules)
     plan = tier_plan(benchmark, tier, options.split_given, options.split)
@@ -82,6 +82,17 @@ def import_env_modules(modules: Sequence[str]) -> None:
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 - any failure of the user's module stops the run
             raise InvalidOption("--env-module", f"cannot import {name!r}: {type(exc).__name__}: {exc}") from None
+
+
+def escaped(printer: Printer) -> Printer:
+    """``printer`` that receives every console line with its control characters escaped (an endpoint's error
+    text, a record's id, a reason: none of them can move the cursor, clear the screen or retitle the window)."""
+    from envsim.control_chars import escape_lines
+
+    def show(text: str) -> Any:
+        return printer(escape_lines(text))
+
+    return show
 
 
 def _silent(_text: str) -> None:

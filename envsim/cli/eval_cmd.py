@@ -92,6 +92,7 @@ def eval_cmd(model: str, base_url: tuple[str, ...], extra_json: str | None, toke
     extra missing for a tier asked for by name or with --tier all, failed preflight); 2 usage error; 3 done,
     but fewer samples scored than --min-scored (default 1); 130 interrupted (Ctrl-C): the results written are
     kept and the same command resumes. A re-run that reuses results says so first."""
+    from envsim.control_chars import escape_lines
     from envsim.evaluation.api import evaluate
     from envsim.evaluation.errors import EvalStopped, InvalidOption
     from envsim.evaluation.running.reuse import EXIT_INTERRUPTED, EvalInterrupted
@@ -108,10 +109,10 @@ def eval_cmd(model: str, base_url: tuple[str, ...], extra_json: str | None, toke
                            echo=click.echo, echo_err=lambda text: click.echo(text, err=True), **options)
     except InvalidOption as exc:
         raise click.BadParameter(exc.message, param_hint=exc.option) from None
-    except EvalStopped as exc:
-        raise click.ClickException(str(exc)) from None
+    except EvalStopped as exc:  # the message may hold an endpoint's words: shown with controls escaped
+        raise click.ClickException(escape_lines(exc)) from None
     except EvalInterrupted as exc:
-        click.echo(str(exc), err=True)
+        click.echo(escape_lines(exc), err=True)
         raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     except KeyboardInterrupt:  # before or after the samples (loading, reports): results written are kept
         click.echo("interrupted: the results already written are kept; run the same command again to resume",

@@ -7,12 +7,18 @@ from pathlib import Path
 import click
 
 from envsim.cli.env_module_option import env_module_option
+from envsim.control_chars import escape_lines
 
 
 def _echo_written(paths: list[Path]) -> None:
     """Say on stderr where the files went (stdout stays the report itself)."""
     for path in paths:
-        click.echo(f"wrote {path}", err=True)
+        _echo(f"wrote {path}", err=True)
+
+
+def _echo(text: str, **kwargs: object) -> None:
+    """``click.echo`` of text that may hold a run's own words (model name, reasons), control characters escaped."""
+    click.echo(escape_lines(text), **kwargs)  # type: ignore[arg-type]
 
 
 @click.command("report")
@@ -38,16 +44,16 @@ def report_cmd(runs: tuple[Path, ...], out: Path | None) -> None:
         comparisons = compare_reports(reports, out or Path("runs") / "comparison") if len(runs) > 1 else []
     except (UnknownRunKind, RunFileRefused, SelectionUnknown) as exc:  # RunFileRefused: a link, FIFO or huge
         # file in a run dir; SelectionUnknown: the run's samples cannot be told exactly (nothing is rewritten)
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(escape_lines(exc)) from None
     for report in reports:
         for warning in report.warnings:
-            click.echo(f"warning: {report.path}: {warning}", err=True)
+            _echo(f"warning: {report.path}: {warning}", err=True)
     if not comparisons:
-        click.echo(reports[0].text)
+        _echo(reports[0].text)
     for heading, comparison in comparisons:
-        click.echo(f"# {heading}\n" if heading else "", nl=False)
-        click.echo(comparison.text)
+        _echo(f"# {heading}\n" if heading else "", nl=False)
+        _echo(comparison.text)
         for warning in comparison.warnings:
-            click.echo(f"warning: {(heading + ': ') if heading else ''}{warning}", err=True)
+            _echo(f"warning: {(heading + ': ') if heading else ''}{warning}", err=True)
     _echo_written([path for report in reports for path in report.written]
                   + [path for _, comparison in comparisons for path in comparison.written])

@@ -71,6 +71,18 @@ def encode_body(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload).encode("ascii")
 
 
+class ServerClosed(ConnectionError):
+    """The server accepted the connection and the request, then closed or reset it, or broke the HTTP exchange,
+    before a whole response: it is up, and did not answer (not "cannot connect")."""
+
+    @classmethod
+    def during_exchange(cls, err: BaseException) -> "ServerClosed":
+        """The ``ServerClosed`` of an error raised while a request was sent and its response read."""
+        if isinstance(err, h11.ProtocolError) and "closed" not in str(err).lower():
+            return cls(f"broke the HTTP exchange ({type(err).__name__}: {str(err)[:200]})")
+        return cls(f"closed the connection without a whole response ({type(err).__name__}: {str(err)[:200]})")
+
+
 class _Connection:
     """One keep-alive connection: asyncio streams and the h11 state machine of its HTTP/1.1 exchanges."""
 
@@ -136,19 +148,23 @@ class ChatTransport:
                 connection = candidate
             else:
                 self._discard(candidate)
+        exchanging = False
         try:
             if connection is None:
                 connection = await self._connect()
+            exchanging = True
             status, headers, content = await self._exchange(connection, body)
         except BaseException as err:
             if connection is not None:
                 self._discard(connection)
-            if isinstance(err, asyncio.TimeoutError):  # opening the connection took too long
+            if isinstance(err, asyncio.TimeoutError) and not exchanging:  # opening the connection took too long
                 openai = await sdk()
                 raise openai.APITimeoutError(request=self._request()) from err
             if isinstance(err, (OSError, h11.ProtocolError, ssl.SSLError, asyncio.IncompleteReadError, EOFError)):
                 openai = await sdk()
-                raise openai.APIConnectionError(request=self._request()) from err
+                # connected, the request sent: the server closed (or broke) the exchange; it did not refuse us
+                cause = ServerClosed.during_exchange(err) if exchanging else err
+                raise openai.APIConnectionError(request=self._request()) from cause
             raise
         if connection.h11.our_state is h11.DONE and connection.h11.their_state is h11.DONE \
                 and connection in self._open:

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from envsim.control_chars import escape_controls
 from envsim.evaluation.endpoints.providers import describe_error
 from envsim.evaluation.running.runner import RetryPolicy
 
@@ -111,7 +112,7 @@ async def run_preflight(provider: Any, urls: Sequence[str], policy: RetryPolicy,
         return []
     checks = list(await asyncio.gather(*(probe_endpoint(url, member, policy) for url, member in targets)))
     if not any(check.ok for check in checks):
-        details = "; ".join(check.detail for check in checks)
+        details = "; ".join(escape_controls(check.detail) for check in checks)  # the server's words, shown
         if response_format != "free" and any(refused_format(check) for check in checks):
             raise PreflightFailed(
                 f"preflight failed, no sample was sent: the endpoint refused the request with --response-format "
@@ -145,6 +146,7 @@ def announce(checks: Sequence[EndpointCheck], echo: Callable[[str], Any]) -> Non
     """One line per checked endpoint: its latency, or why it did not answer (the run goes on with the others)."""
     for check in checks:
         if check.ok:
-            echo(f"preflight: {check.url} answered in {check.latency_s:.2f} s")
+            echo(f"preflight: {escape_controls(check.url)} answered in {check.latency_s:.2f} s")
         else:
-            echo(f"warning: preflight: {check.detail} (the run goes on with the endpoints that answered)")
+            echo(f"warning: preflight: {escape_controls(check.detail)} (the run goes on with the endpoints that "
+                 "answered)")

@@ -79,6 +79,30 @@ def oracle_answer(record: dict[str, Any]) -> str:
     return json.dumps({"observation": transition.observation, "patch": transition.patch})
 
 
+#: Request fields that define what is asked and how the answer is read: ``--extra`` may not set them. ``model`` and
+#: ``messages`` are the run's model and prompt; ``temperature`` and ``max_tokens`` have their own options and are
+#: recorded with the run; ``stream`` would turn the answer into server-sent events the client does not read;
+#: ``n`` would ask for several answers of which one is scored (and all are paid for).
+CORE_REQUEST_FIELDS = ("model", "messages", "temperature", "max_tokens", "stream", "n")
+#: The option that sets a core field instead, where one does.
+_FIELD_OPTIONS = {"model": "--model", "messages": "the benchmark and --prompt-mode", "temperature": "--temperature",
+                  "max_tokens": "--max-tokens"}
+
+
+def core_field_problem(extra: Any) -> str | None:
+    """Why the extra request fields ``extra`` cannot be sent (they would replace a core request field:
+    ``CORE_REQUEST_FIELDS``), or ``None`` when they can."""
+    if not isinstance(extra, dict):
+        return None
+    clashes = [name for name in CORE_REQUEST_FIELDS if name in extra]
+    if not clashes:
+        return None
+    instead = "; ".join(f"{name} with {_FIELD_OPTIONS[name]}" for name in clashes if name in _FIELD_OPTIONS)
+    return (f"cannot set {', '.join(clashes)}: the core request fields ({', '.join(CORE_REQUEST_FIELDS)}) define "
+            "what is asked and how the answer is read, and no extra field replaces them"
+            + (f" (set {instead})" if instead else ""))
+
+
 PROBE_MESSAGES = [{"role": "user", "content": "Reply with the JSON object {} and nothing else."}]
 PROBE_MAX_TOKENS = 16
 
@@ -97,6 +121,9 @@ class OpenAICompatibleProvider:
         from envsim.evaluation.endpoints.chat_http import ChatTransport, proxy_for
         from envsim.evaluation.endpoints.http_limits import DEFAULT_MAX_RESPONSE_BYTES
 
+        problem = core_field_problem(extra_body)
+        if problem:
+            raise ValueError(f"extra request fields {problem}")
         self.name = model
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -128,10 +155,10 @@ class OpenAICompatibleProvider:
         await self.aclose()
 
     def _request(self, messages: list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
-        """The JSON body of one chat-completions request, as the SDK would send it: the run's settings, then the
-        fields of ``extra_body`` (e.g. ``response_format``) at the top level."""
-        return {"model": self.name, "messages": messages, "temperature": self.temperature, "max_tokens": max_tokens,
-                **self.extra_body}
+        """The JSON body of one chat-completions request, as the SDK would send it: the fields of ``extra_body``
+        (e.g. ``response_format``) at the top level, then the run's own settings, which nothing overrides."""
+        return {**self.extra_body, "model": self.name, "messages": messages, "temperature": self.temperature,
+                "max_tokens": max_tokens}
 
     async def probe(self) -> Generation:
         """One tiny request with the run's settings (model, temperature, extra fields; at most
@@ -241,8 +268,30 @@ def describe_error(exc: BaseException, url: str | None = None, timeout: float | 
         return f"HTTP {exc.status_code} from {url}: {server_message(exc.body, exc.message)}"
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
-        return f"cannot connect to {url}: {type(cause).__name__ + ': ' + str(cause) if cause else str(exc)}"
+        from envsim.evaluation.endpoints.chat_http import ServerClosed
+
+        if isinstance(cause, ServerClosed):  # connected and sent: the server is up and did not answer
+            return f"{url} {str(cause)[:400]}"
+        said = f"{type(cause).__name__}: {str(cause)[:300]}" if cause else str(exc)[:300]
+        if _disconnected(cause):
+            return f"{url} closed the connection without answering ({said})"
+        return f"cannot connect to {url}: {said}"
     return f"{type(exc).__name__} from {url}: {str(exc)[:300]}"
+
+
+def _disconnected(cause: BaseException | None) -> bool:
+    """Whether a connection error of the SDK's own client (used behind a proxy) is httpx's "server disconnected
+    without sending a response" (the server was reached), not a failed connection."""
+    httpx = sys.modules.get("httpx")
+    return httpx is not None and isinstance(cause, httpx.RemoteProtocolError)
+
+
+def failure_reason(exc: BaseException, timeout: float | None = None) -> str:
+    """The reason a failed request is recorded with: its kind (``timeout`` or the exception's class) once, then
+    what ``describe_error`` says (``ValueError from URL: ...``, not ``ValueError: ValueError from URL: ...``)."""
+    kind = "timeout" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
+    detail = describe_error(exc, timeout=timeout)
+    return detail if detail.startswith(kind) else f"{kind}: {detail}"
 
 
 def _request_url(exc: BaseException) -> str:

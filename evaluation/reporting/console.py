@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from envsim.control_chars import escape_controls
 from envsim.evaluation.scoring.failure_classes import console_lines as failure_console_lines
 from envsim.evaluation.running.reuse import reuse_note
 
@@ -29,13 +30,14 @@ def live_rates(counts: dict[str, int]) -> dict[str, str]:
 
 
 def top_reasons(reasons: Mapping[str, int] | list[str] | None, limit: int = TOP_REASONS) -> list[str]:
-    """The most common failure reasons as ``"N× reason"`` lines (a plain list is shown as given)."""
+    """The most common failure reasons as ``"N× reason"`` lines (a plain list is shown as given), each reason's
+    control characters escaped (the text may be an endpoint's)."""
     if not reasons:
         return []
     if isinstance(reasons, Mapping):
         ranked = sorted(reasons.items(), key=lambda kv: -kv[1])[:limit]
-        return [f"{count}× {reason}" for reason, count in ranked]
-    return list(reasons)[:limit]
+        return [f"{count}× {escape_controls(reason)}" for reason, count in ranked]
+    return [escape_controls(reason) for reason in list(reasons)[:limit]]
 
 
 def infra_lines(unscored: int, total: int, reasons: Mapping[str, int] | list[str] | None, unit: str = "samples"

@@ -434,6 +434,17 @@ def write_text_atomic(path: Path, text: str) -> None:
     write_text(path, text)
 
 
+def write_markdown(path: Path, text: str) -> str:
+    """``write_text_atomic`` of a Markdown file with its control characters escaped (a model name, an endpoint's
+    error text or a record's reason may hold ``ESC [ 2 J``, ``ESC ] 0 ; ... BEL`` or a bare ``\\r``, which a
+    terminal showing the file would act on); returns the text written, for the console."""
+    from envsim.control_chars import escape_lines
+
+    shown = escape_lines(text)
+    write_text_atomic(path, shown)
+    return shown
+
+
 def save_figure_atomic(figure: "Figure", path: Path, **kwargs: Any) -> None:
     """``figure.savefig`` to a temporary file beside ``path``, then renamed over it (``envsim.safe_files``)."""
     from envsim.safe_files import save_figure
@@ -491,7 +502,7 @@ def write_reports(run_dir: Path, sample_ids: Sequence[str] | None = None) -> dic
         summary["executor_misses"] = misses
     summary_path, report_path, plot_path = report_files(run_dir)
     write_text_atomic(summary_path, json.dumps(summary, indent=2) + "\n")
-    write_text_atomic(report_path, render_markdown(summary))
+    write_markdown(report_path, render_markdown(summary))
     plot_cm_by_delta({summary["model"] or run_dir.name: summary}, plot_path)
     return summary
 
@@ -598,6 +609,6 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None) -> Comparison:
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         written = [out / COMPARISON_FILE, out / PLOT_FILE]
-        write_text_atomic(written[0], text)
+        write_markdown(written[0], text)
         plot_cm_by_delta(summaries, written[1], warnings)
     return Comparison(text, warnings, written)

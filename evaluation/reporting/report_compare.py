@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from envsim.evaluation.reporting.report import (COMPARED_SETTINGS, COMPARISON_FILE, Comparison, comparability_warnings,
-                                      compare_runs, run_label, write_text_atomic)
+                                      compare_runs, run_label, write_markdown)
 from envsim.evaluation.running.run_kinds import RunReport, UnknownRunKind
 from envsim.safe_files import read_json
 
@@ -46,7 +46,7 @@ def compare_chained(reports: list[RunReport], out: Path) -> Comparison:
         lines += ["", "> **Not directly comparable:**", *(f"> - {w}" for w in warnings)]
     text = "\n".join(lines) + "\n"
     out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / COMPARISON_FILE, text)
+    write_markdown(out / COMPARISON_FILE, text)
     return Comparison(text, warnings, [out / COMPARISON_FILE])
 
 

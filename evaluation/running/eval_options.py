@@ -87,6 +87,7 @@ class EvalOptions:
 
     def check(self) -> None:
         """Raise ``InvalidOption`` for a value no run can use (before anything is loaded or sent)."""
+        from envsim.evaluation.endpoints.providers import core_field_problem
         from envsim.evaluation.prompting.answer_schema import RESPONSE_FORMATS
         from envsim.evaluation.prompting.prompts import PROMPT_MODES, PROMPT_VERSIONS
 
@@ -114,6 +115,9 @@ class EvalOptions:
             raise InvalidOption("--track", f"{self.track!r} is not 'single' or 'rollout'")
         if not isinstance(self.extra, dict):
             raise InvalidOption("--extra", "must be a JSON object")
+        problem = core_field_problem(self.extra)
+        if problem:
+            raise InvalidOption("--extra", problem)
         if self.response_format not in RESPONSE_FORMATS:
             raise InvalidOption("--response-format",
                                 f"{self.response_format!r} is not one of {', '.join(RESPONSE_FORMATS)}")

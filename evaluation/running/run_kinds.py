@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envsim.evaluation.reporting.report import REPORT_FILE, SUMMARY_FILE, save_figure_atomic, write_text_atomic
+from envsim.evaluation.reporting.report import REPORT_FILE, SUMMARY_FILE, save_figure_atomic, write_markdown, \
+    write_text_atomic
 from envsim.safe_files import read_json, read_text
 
 KINDS = ("single", "chained", "rollout", "simulate", "tiers")
@@ -128,7 +129,7 @@ def _chained(path: Path) -> RunReport:
     if invalid:
         text = text.replace("\n\n", f"\n\n**{invalid} episode rows have wrong types and are not counted.**\n\n", 1)
     write_text_atomic(path / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
-    write_text_atomic(path / REPORT_FILE, text)
+    text = write_markdown(path / REPORT_FILE, text)
     return RunReport(path, "chained", text, [path / SUMMARY_FILE, path / REPORT_FILE], warnings, summary)
 
 
@@ -150,7 +151,7 @@ def _rollout(path: Path) -> RunReport:
     title = f"rollout track: {config.get('model')}, {len(episodes)} episodes"
     text = drift_markdown(report, title)
     write_text_atomic(path / "drift.json", json.dumps(report, indent=2) + "\n")
-    write_text_atomic(path / "drift.md", text)
+    text = write_markdown(path / "drift.md", text)
     save_figure_atomic(drift_figure(report, title), path / "drift.png", dpi=110)
     return RunReport(path, "rollout", text, [path / "drift.json", path / "drift.md", path / "drift.png"],
                      summary=report)
@@ -167,8 +168,10 @@ def _simulate(path: Path) -> RunReport:
 def _shown_text(path: Path, missing: str) -> str:
     """A report file shown as written (bounded, never through a link), ``missing`` when there is none, or why it
     is not shown."""
+    from envsim.control_chars import escape_lines
+
     try:
-        return read_text(path)
+        return escape_lines(read_text(path))  # written by another command, maybe by another hand: controls escaped
     except FileNotFoundError:
         return missing
     except OSError as exc:
@@ -196,7 +199,7 @@ def _tiers(path: Path) -> RunReport:
     table = module.tiers_table({n: tiers[n].summary for n in names})
     text = module.tiers_markdown(table, model, benchmark)
     write_text_atomic(path / "tiers.json", json.dumps(table, indent=2) + "\n")
-    write_text_atomic(path / "tiers.md", text)
+    text = write_markdown(path / "tiers.md", text)
     written = [f for n in names for f in tiers[n].written] + [path / "tiers.json", path / "tiers.md"]
     warnings = [f"tier {n}: {w}" for n in names for w in tiers[n].warnings]
     return RunReport(path, "tiers", text, written, warnings, {n: tiers[n].summary for n in names},

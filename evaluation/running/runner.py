@@ -29,7 +29,7 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 from envsim.evaluation.scoring.parsing import parse_answer
 from envsim.evaluation.prompting.prompts import PROMPT_VERSION, build_messages
-from envsim.evaluation.endpoints.providers import Provider, describe_error, now
+from envsim.evaluation.endpoints.providers import Provider, failure_reason, now
 from envsim.evaluation.scoring.scoring import SampleScore, score_prediction
 from envsim.jsonsafe import dumps_line
 from envsim.tokens import eval_token_fields
@@ -330,8 +330,7 @@ async def _evaluate_one(record: dict[str, Any], provider: Provider, config: Eval
             if transient and attempts <= policy.max_retries:
                 await asyncio.sleep(policy.delay(attempts))
                 continue
-            kind = "timeout" if isinstance(exc, asyncio.TimeoutError) else type(exc).__name__
-            return {**base, "status": "infra_failure", "reason": f"{kind}: {describe_error(exc, timeout=policy.timeout)}",
+            return {**base, "status": "infra_failure", "reason": failure_reason(exc, policy.timeout),
                     "attempts": attempts}
     latency = now() - started
     timing = {"prompt_tokens": generation.prompt_tokens, "completion_tokens": generation.completion_tokens,

@@ -192,7 +192,8 @@ def run_tiers(plan: dict[str, dict[str, Any]], options: EvalOptions) -> EvalSumm
         else:
             summaries[name] = run_split(tier_options, preflight_done=True)
     base.mkdir(parents=True, exist_ok=True)
-    from envsim.safe_files import read_json, write_json, write_text
+    from envsim.evaluation.reporting.report import write_markdown
+    from envsim.safe_files import read_json, write_json
 
     try:  # tiers run earlier into the same directory (one tier at a time) stay in the table
         table = read_json(base / "tiers.json")
@@ -202,7 +203,7 @@ def run_tiers(plan: dict[str, dict[str, Any]], options: EvalOptions) -> EvalSumm
     order = list(benchmark_tiers(options.benchmark))
     table = dict(sorted(table.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
     write_json(base / "tiers.json", table)  # never through a link planted in the tiers directory
-    write_text(base / "tiers.md", tiers_markdown(table, options.model, options.benchmark, not_run))
+    write_markdown(base / "tiers.md", tiers_markdown(table, options.model, options.benchmark, not_run))
     options.echo(tiers_markdown(table, options.model, options.benchmark))
     for line in not_run_lines(not_run):
         options.echo_err(line)

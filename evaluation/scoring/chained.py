@@ -156,10 +156,11 @@ async def run_chained(episodes: Sequence[dict[str, Any]], provider: Provider, ru
     rows = [done[e["id"]] for e in episodes if e["id"] in done]
     summary = chained_summary(rows, model=getattr(provider, "name", "model"), prompt_mode=prompt_mode,
                               prompt_version=prompt_version)
-    from envsim.safe_files import write_json, write_text
+    from envsim.evaluation.reporting.report import write_markdown
+    from envsim.safe_files import write_json
 
     write_json(run_dir / "summary.json", summary)  # renamed into place, never written through a planted link
-    write_text(run_dir / "report.md", chained_markdown(summary))
+    write_markdown(run_dir / "report.md", chained_markdown(summary))
     return summary
 
 

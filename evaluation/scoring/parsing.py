@@ -49,13 +49,14 @@ class ParsedAnswer:
         return self.error is None
 
 
-def _objects(text: str, problems: list[str] | None = None) -> list[dict[str, Any]]:
-    """JSON objects found in ``text``: fenced blocks first, then objects starting at each ``{``.
+def _objects(text: str, problems: list[str] | None = None) -> list[tuple[dict[str, Any], str]]:
+    """JSON objects found in ``text``, each with its source text: fenced blocks first, then objects starting at
+    each ``{``.
 
     Strict JSON (no NaN/Infinity, integers Python can read, at most ``MAX_DEPTH`` levels): why a
     candidate was refused for one of these reasons is appended to ``problems``. The decoder reads at most
     ``MAX_DECODE_CHARS`` characters over all attempts (a refusal without a known end counts the rest of the text)."""
-    found: list[dict[str, Any]] = []
+    found: list[tuple[dict[str, Any], str]] = []
     for block in _FENCE.findall(text):
         try:
             value = strict_loads(block)
@@ -66,7 +67,7 @@ def _objects(text: str, problems: list[str] | None = None) -> list[dict[str, Any
         except ValueError:
             continue
         if isinstance(value, dict):
-            found.append(value)
+            found.append((value, block))
     if found:
         return found
     attempts = read = 0
@@ -96,9 +97,40 @@ def _objects(text: str, problems: list[str] | None = None) -> list[dict[str, Any
             continue
         read += end - position
         if isinstance(value, dict):
-            found.append(value)
+            found.append((value, text[position:end]))
         position = text.find("{", end)
     return found
+
+
+class _DuplicateKey(ValueError):
+    """A JSON object holds one key twice (``args[0]``: the key)."""
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return value
+
+
+_PAIRS_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+
+
+def duplicate_key(source: str) -> str | None:
+    """The first key that some object of the JSON text ``source`` (already decoded strictly, so valid and bounded)
+    holds twice, or ``None``. Python's decoder keeps the last of two equal keys silently: an answer with two
+    ``"patch"`` keys would be scored on whichever came last."""
+    try:
+        _PAIRS_DECODER.decode(source)
+    except _DuplicateKey as exc:
+        return str(exc.args[0])
+    except (ValueError, RecursionError):  # decoded before by the strict decoder: not expected
+        return None
+    return None
 
 
 def _path_parts(path: Any) -> list[str]:
@@ -260,12 +292,17 @@ def parse_answer(text: Any) -> ParsedAnswer:
 def _parse_text(text: str) -> ParsedAnswer:
     truncated = len(text) > MAX_ANSWER_CHARS
     problems: list[str] = []
-    objects = _objects(text[:MAX_ANSWER_CHARS], problems)
-    candidates = [o for o in objects if ("observation" in o and ("patch" in o or "next_state" in o))
+    found = _objects(text[:MAX_ANSWER_CHARS], problems)
+    objects = [value for value, _source in found]
+    candidates = [(o, source) for o, source in found if ("observation" in o and ("patch" in o or "next_state" in o))
                   or ("feedback" in o and "config_changes" in o)]
     if not candidates:
         return ParsedAnswer(error=_no_answer_reason(text[:MAX_ANSWER_CHARS], truncated, problems, objects))
-    answer = candidates[-1]
+    answer, source = candidates[-1]
+    duplicate = duplicate_key(source)
+    if duplicate is not None:
+        return ParsedAnswer(error=f"ambiguous answer: key {duplicate[:60]!r} appears more than once in one object "
+                                  "(which one counts is not defined)")
     try:
         if "feedback" in answer and "config_changes" in answer and "observation" not in answer:
             patch, changes = read_config_changes(answer["config_changes"])
