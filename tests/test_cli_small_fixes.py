@@ -108,6 +108,28 @@ def test_sft_launch_success_keeps_the_yaml(tmp_path, monkeypatch):
     assert (run / "sft.yaml").exists()
 
 
+def test_sft_success_marks_every_checkpoint_with_the_datas_prompt_settings(tmp_path, monkeypatch):
+    """LLaMA-Factory's checkpoints say how they must be prompted, as the CPU loop's do: ``serve`` reads it."""
+    from envsim.cli.serve_commands import training_settings
+
+    _sft_data(tmp_path)
+    (tmp_path / "data" / "stats.json").write_text(json.dumps({"prompt_mode": "mdp-view", "prompt_version": "3"}))
+    # the stand-in trainer writes weights' config.json into the output folder and one intermediate save
+    _fake_launcher(tmp_path, monkeypatch, "llamafactory-cli",
+                   'out="$(dirname "$2")/checkpoints"; mkdir -p "$out/checkpoint-5" "$out/checkpoint-6"; '
+                   'echo {} > "$out/config.json"; echo {} > "$out/checkpoint-5/config.json"')
+    run = tmp_path / "run"
+    result = _sft(tmp_path, run)
+    assert result.exit_code == 0, result.output
+    assert "written to 2 checkpoint folder(s)" in result.output
+    for folder in (run / "checkpoints", run / "checkpoints" / "checkpoint-5"):
+        meta = json.loads((folder / "envsim_training.json").read_text())
+        assert meta["prompt_mode"] == "mdp-view" and meta["prompt_version"] == "3" and meta["trainer"] == "llamafactory"
+        settings = training_settings(str(folder))
+        assert (settings.prompt_mode, settings.prompt_version, settings.notes) == ("mdp-view", "3", [])
+    assert not (run / "checkpoints" / "checkpoint-6" / "envsim_training.json").exists()   # no weights there
+
+
 # ---------------------------------------------------------------- train rl
 
 def _rl(tmp_path: Path, run: Path, *extra: str):

@@ -58,6 +58,7 @@ from typing import Any, Callable
 
 from envsim.evaluation.prompting.prompts import LATEST_PROMPT_VERSION, PROMPT_MODES, check_version
 from envsim.safe_files import write_json
+from envsim.training.checkpoint_meta import write_training_file
 from envsim.training.grpo_generators import (Completion, EndpointGenerator, Generator, TorchGenerator,
                                               llama_cpp_response_format, prompt_ids)
 from envsim.training.rewards import COMPONENTS, RewardWeights, component_value, score_completion
@@ -460,6 +461,9 @@ def train_grpo_cpu(settings: CPUGRPOSettings, echo: Callable[[str], None] | None
         pool.shutdown(wait=True, cancel_futures=True)
     tokenizer.padding_side = "right"
     save_policy(model, tokenizer, out / "policy", settings.model)
+    write_training_file(out / "policy", {"prompt_mode": settings.prompt_mode, "prompt_version": settings.prompt_version,
+                                         "response_format": settings.response_format},
+                        trainer="grpo-cpu", steps=len(history), base_model=settings.model)
     summary = {"steps": len(history), "prompts": len(rows), "generator": generator_kind,
                "policy": str(out / "policy"), "seconds": time.monotonic() - started,
                "reward_by_step": [r["reward_mean"] for r in history],

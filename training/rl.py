@@ -17,6 +17,7 @@ from typing import Any
 
 from envsim.construction.splits import assert_no_test_envs
 from envsim.evaluation.prompting.prompts import LATEST_PROMPT_VERSION, PROMPT_MODES, build_messages, check_version
+from envsim.training.checkpoint_meta import write_training_file
 from envsim.training.launch import NodeLayout, write_if_changed
 from envsim.training.rewards import COMPONENTS, RewardWeights, reward_functions
 from envsim.training.sft import ZERO3
@@ -267,6 +268,8 @@ def train_grpo(settings: RLSettings) -> dict[str, Any]:
         tokenizer.padding_side = "right"
         tokenizer.save_pretrained(str(out))
         trainer.state.save_to_json(str(out / "trainer_state.json"))
+        write_training_file(out, {"prompt_mode": settings.prompt_mode, "prompt_version": settings.prompt_version},
+                            trainer="grpo-trl", steps=trainer.state.global_step, base_model=settings.model)
         steps = [entry for entry in trainer.state.log_history if "reward" in entry]
         from envsim.safe_files import write_lines
 

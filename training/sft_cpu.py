@@ -248,22 +248,14 @@ def learning_rate_at(step: int, total: int, settings: CPUSFTSettings) -> float:
     return settings.learning_rate * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
 
 
-def training_metadata(data_dir: Path) -> dict[str, Any]:
-    """What a checkpoint must be prompted with: prompt mode and version of its training data (``stats.json``)."""
-    try:
-        stats = json.loads((data_dir / "stats.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return {k: stats[k] for k in ("prompt_mode", "prompt_version") if k in stats}
-
-
 def save_checkpoint(model: Any, tokenizer: Any, path: Path, settings: CPUSFTSettings, samples_seen: int) -> None:
     """An ordinary checkpoint directory (``save_policy``) with ``envsim_training.json`` beside the weights."""
+    from envsim.training.checkpoint_meta import data_prompt_settings, write_training_file
     from envsim.training.grpo_cpu import save_policy
 
     save_policy(model, tokenizer, path, settings.model)
-    write_json(path / "envsim_training.json", {**training_metadata(settings.data_dir), "trainer": "sft-cpu",
-                                               "samples_seen": samples_seen, "base_model": settings.model})
+    write_training_file(path, data_prompt_settings(settings.data_dir), trainer="sft-cpu", samples_seen=samples_seen,
+                        base_model=settings.model)
 
 
 def schedule(n_samples: int, settings: CPUSFTSettings) -> list[int]:
@@ -277,6 +269,25 @@ def schedule(n_samples: int, settings: CPUSFTSettings) -> list[int]:
         rng.shuffle(epoch)
         order += epoch
     return order[:total]
+
+
+def cache_with_progress(frozen: Callable[[Sequence[int]], Any], sequences: Sequence[Sequence[int]],
+                        echo: Callable[[str], None], every_s: float = 30.0) -> list[Any]:
+    """``frozen(ids)`` of every sequence, with a line (done, tokens, ETA) at most every ``every_s`` seconds: caching
+    takes minutes on a real model and would otherwise print nothing."""
+    total_tokens = sum(len(ids) for ids in sequences) or 1
+    started = last = time.monotonic()
+    done_tokens, cache = 0, []
+    for i, ids in enumerate(sequences):
+        cache.append(frozen(ids))
+        done_tokens += len(ids)
+        now = time.monotonic()
+        if now - last >= every_s and i + 1 < len(sequences):
+            last = now
+            rate = done_tokens / max(now - started, 1e-9)
+            echo(f"cached {i + 1}/{len(sequences)} samples ({done_tokens / total_tokens:.0%} of the tokens, "
+                 f"{rate:,.0f} tokens/s, ETA {(total_tokens - done_tokens) / rate:.0f} s)")
+    return cache
 
 
 def train_sft_cpu(settings: CPUSFTSettings, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -313,7 +324,7 @@ def train_sft_cpu(settings: CPUSFTSettings, echo: Callable[[str], None] | None =
          f"({sum(s.length for s in samples):,} tokens) ...")
     sequences = [s.prompt_ids + s.answer_ids[:-1] for s in samples]
     frozen = FrozenActivations(model, settings.trainable_layers, sequences[0][:shared_prefix(sequences)])
-    cache = [frozen(ids) for ids in sequences]
+    cache = cache_with_progress(frozen, sequences, echo)
     cache_seconds = time.monotonic() - started
     echo(f"cached in {cache_seconds:.0f} s; training {sum(p.numel() for p in trainable):,} parameters "
          f"(the last {settings.trainable_layers} layers), {threads} thread(s)")

@@ -13,7 +13,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TRAINING_FILE = "envsim_training.json"
+from envsim.training.checkpoint_meta import TRAINING_FILE
+
 #: The environment the printed simulate command rolls out in (any id of ``envsim envs list`` does).
 EXAMPLE_ENV = "online_store-v1"
 MATCH_NOTE = ("the commands use the default prompt settings; --prompt-mode, --prompt-version and --response-format "

@@ -117,6 +117,12 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
     samples_per_step = settings.per_device_batch * settings.gradient_accumulation * gpus * layout.nnodes
     with ProgressFollower(settings.output_dir / LOG_NAME, samples_per_step, lambda line: click.echo(line, err=True)):
         launch(command, extra_env, "llamafactory-cli", run, [config_path, ds_path])
+    from envsim.training.checkpoint_meta import data_prompt_settings, mark_checkpoints
+
+    marked = mark_checkpoints(settings.output_dir, data_prompt_settings(settings.data_dir), trainer="llamafactory",
+                              base_model=model)
+    click.echo(f"prompt settings of the training data written to {len(marked)} checkpoint folder(s) "
+               f"(envsim_training.json, read by 'envsim serve')", err=True)
 
 
 def parse_save_at(text: str | None) -> tuple[int, ...]:

@@ -111,6 +111,8 @@ def test_cli_torch_generator_writes_the_log_and_a_loadable_policy(tiny, tmp_path
     policy = AutoModelForCausalLM.from_pretrained(run / "policy")
     assert policy.config.num_hidden_layers == LAYERS and (run / "policy" / "tokenizer.json").exists()
     assert json.loads((run / "summary.json").read_text())["steps"] == 2
+    meta = json.loads((run / "policy" / "envsim_training.json").read_text())   # what serve prints commands with
+    assert meta["trainer"] == "grpo-cpu" and meta["steps"] == 2 and meta["prompt_mode"] == "mdp"
 
 
 class MixedServer(FakeOpenAIServer):

@@ -19,8 +19,8 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 
 from envsim.cli import main  # noqa: E402
 from envsim.training.rl import _tokenizer  # noqa: E402
-from envsim.training.sft_cpu import (CPUSFTSettings, FrozenActivations, answer_loss, dataset_file,  # noqa: E402
-                                     read_samples, schedule, shared_prefix, tokenize_sample, train_sft_cpu)
+from envsim.training.sft_cpu import (CPUSFTSettings, FrozenActivations, answer_loss, cache_with_progress,  # noqa: E402
+                                     dataset_file, read_samples, schedule, shared_prefix, tokenize_sample, train_sft_cpu)
 from envsim.training.tiny_model import build_tiny_model, texts_from_sft  # noqa: E402
 
 LAYERS = 3
@@ -122,3 +122,12 @@ def test_fit_check_on_a_tiny_random_model(tiny, tmp_path):
     assert unfit.exit_code == 1
     figures = json.loads((tmp_path / "unfit" / "fit_check.json").read_text())
     assert not figures["passed"] and figures["cm"] < 0.9 and len(figures["misses"]) >= 1
+
+
+def test_caching_says_how_far_it_is():
+    """Caching a real model's activations takes minutes: a line with the count, token share and ETA."""
+    lines: list[str] = []
+    cache = cache_with_progress(lambda ids: sum(ids), [[1, 2], [3], [4, 5, 6]], lines.append, every_s=0.0)
+    assert cache == [3, 3, 15]                                  # every sequence, in order
+    assert lines[0].startswith("cached 1/3 samples (33% of the tokens") and "ETA" in lines[0]
+    assert len(lines) == 2                                       # none after the last one: 'cached in N s' follows
