@@ -38,7 +38,7 @@ def figures(env_id: str, episodes: int, steps: int, counter: Any) -> dict[str, A
     from envsim.construction.pipeline import build_pool
     from envsim.envs.registry import get_env
     from envsim.envs.sandbox import trust_target
-    from envsim.envs.views.verify import reproduction_problem, stored_view
+    from envsim.envs.views.verify import reproduction_problem, runnable, stored_view
     from envsim.evaluation.prompting.prompts import build_messages
     from envsim.tokens import chat_tokens
 
@@ -52,7 +52,7 @@ def figures(env_id: str, episodes: int, steps: int, counter: Any) -> dict[str, A
         view = record.get("view") or {}
         if view.get("widening"):
             widened[(record["tool"], view["widening"])] += 1
-        rechecked += reproduction_problem(cls, record, stored_view(record).state) is None
+        rechecked += reproduction_problem(cls, record, *runnable(stored_view(record), record["state"])) is None
         tokens.append(chat_tokens(build_messages(record, "mdp-view", version="3"), counter))
     return {
         "env": env_id, "records": len(records), "seconds_to_build": round(built, 1),

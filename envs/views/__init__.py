@@ -49,6 +49,12 @@ Contract
   keeps reading the key set, so built-in views are unchanged). A ``raise`` that
   every path reaching it takes (its tests folded on known values: ``order_id not in self.db.orders``) ends
   the analysis, as it ends the call.
+* **Lists of records** (``partial_lists.py``, object models only): a top-level list of records that the code only
+  scans (``for c in self.db.customers: if c.customer_id == customer_id``) is shown in part, as an object keyed by
+  list index holding the records the scan keeps (a JSON pointer does not tell an index from a key, so patches stay
+  full-state paths), with a note giving its length; the call runs on it as the list of its shown records and the
+  patch is mapped back to full-state indices. ``len``, indexing and sorting see the list whole. A scan over a large
+  list (a flight search over 320 flight objects) shows the records its first equality keeps, with the filter note.
 * **Verified at construction** (``verify.py``): for the user's own environments every view is run alone on the
   record it belongs to (a dict the call only counts gets stand-ins for the entries the view leaves out: keys no
   real entry has, each a copy of one left-out entry, so ``len`` counts right and a read of them still fails);

@@ -102,7 +102,7 @@ class CallsMixin:
                 counted = self.size(args[0])
                 if counted is not None:
                     return counted
-                self.children(args[0])
+                self.children(args[0], whole_lists=True)
                 return UNKNOWN
             if name == "next" and args:
                 return self.iterate(args[0]) if not isinstance(args[0], Seq) else args[0].elem

@@ -37,13 +37,15 @@ def view_oracle_answer(record: dict[str, Any], run: Runner | None = None) -> dic
     are full-state paths.
     """
     from envsim.delta import compute_delta
+    from envsim.envs.views.partial_lists import compact, full_patch
 
-    view = view_of(record).state
+    shown = view_of(record)
+    view, mapping = compact(shown.state, shown.lists)
     if run is None:
-        from envsim.envs.sandbox import execute
         from envsim.envs.registry import get_env
+        from envsim.envs.sandbox.executor import execute
 
         transition = execute(get_env(record["env"]), view, record["action"])
-        return {"observation": transition.observation, "patch": transition.patch}
+        return {"observation": transition.observation, "patch": full_patch(transition.patch, mapping)}
     observation, after = run(copy.deepcopy(view))
-    return {"observation": observation, "patch": compute_delta(view, after).patch}
+    return {"observation": observation, "patch": full_patch(compute_delta(view, after).patch, mapping)}

@@ -6,6 +6,7 @@ import ast
 import itertools
 from typing import Any
 
+from envsim.envs.views.partial_lists import is_record_list
 from envsim.envs.views.values import UNKNOWN, DictV, ItemsOf, Known, Node, Path, Seq, TupleV, _union, known
 
 
@@ -103,8 +104,9 @@ class StateAccessMixin:
         elif not isinstance(value, list):
             self.needs.full.add(path)
 
-    def children(self, node: Node) -> Node:
-        """All children of the containers at ``node`` (their key sets are needed)."""
+    def children(self, node: Node, whole_lists: bool = False) -> Node:
+        """All children of the containers at ``node`` (their key sets are needed). A top-level list of records that
+        object-model code scans is shown in part (``partial_lists``) unless ``whole_lists`` (its length is read)."""
         out = set()
         for p in node.paths:
             try:
@@ -116,7 +118,11 @@ class StateAccessMixin:
             if isinstance(container, dict):
                 out.update(p + (k,) for k in container)
             elif isinstance(container, list):
-                self.needs.full.add(p)  # lists are shown whole
+                if (not whole_lists and self.needs.whole_records and len(p) == 1 and p not in self.needs.full
+                        and is_record_list(container)):
+                    self.needs.lists.add(p)  # a scan: the records it keeps are shown, the list in part
+                else:
+                    self.needs.full.add(p)  # lists are shown whole
                 out.update(p + (i,) for i in range(len(container)))
         return Node(frozenset(out))
 

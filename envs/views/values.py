@@ -125,6 +125,8 @@ class ReadNeeds:
     reach: set = field(default_factory=set)       # containers written to: present in the view, maybe empty
     scan_fields: set = field(default_factory=set)  # (collection, field) a scan tests on each record it visits
     sizes: set = field(default_factory=set)       # dicts whose number of entries is read (``len``), not their keys
+    lists: set = field(default_factory=set)       # top-level lists of records only scanned (object models only):
+    # shown in part (``partial_lists``)
     widened: list = field(default_factory=list)   # reasons the analysis had to widen
     whole_records: bool = False  # the code reaches the state through an object model (``self.db.orders``):
     # records are rebuilt whole from the dump, so every record shown is shown whole and every top-level key is there

@@ -3,7 +3,8 @@
 The static analysis may miss a read (code it cannot follow, an object model it cannot see through). So
 construction checks every view: the real call runs on the view alone and must give the recorded
 observation, and its patch (full-state paths) applied to the full state must give the recorded next state
-(a dict the call only counts is run with stand-ins for the entries the view leaves out: ``runnable_state``).
+(a dict the call only counts is run with stand-ins for the entries the view leaves out: ``runnable_state``; a list
+of records shown in part is run as the list of its shown records and the patch mapped back: ``partial_lists``).
 A view that fails is widened step by step - whole records, whole top-level collections, the whole state
 (``envsim.envs.views.view.WIDENINGS``) - until it reproduces the record. The widening chosen is stored on the
 record (``view``: ``{"widening": null | "records" | "collections" | "state", "verified": bool}``) so that
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envsim.delta import canonical_json
+from envsim.envs.views.partial_lists import Mapping, compact, full_patch
 from envsim.envs.views.view import WIDENINGS, View, compute_view
 
 #: The record field construction writes (see the module docstring).
@@ -89,22 +91,31 @@ def runnable_state(view: View, state: Any) -> Any:
     return out
 
 
-def reproduction_problem(env_class: type, record: dict[str, Any], view_state: Any) -> str | None:
-    """Why running the record's call on ``view_state`` alone does not reproduce the record (``None``: it does)."""
+def runnable(view: View, state: Any) -> tuple[Any, Mapping]:
+    """The view's state as the call runs on it (``runnable_state``, lists shown in part compacted:
+    ``partial_lists.compact``) and the mapping that puts the patch it makes in full-state paths."""
+    return compact(runnable_state(view, state), view.lists)
+
+
+def reproduction_problem(env_class: type, record: dict[str, Any], view_state: Any,
+                         mapping: Mapping | None = None) -> str | None:
+    """Why running the record's call on ``view_state`` alone does not reproduce the record (``None``: it does);
+    ``mapping`` puts the patch in full-state paths (lists shown in part, ``partial_lists.full_patch``)."""
     import jsonpatch
 
     from envsim.envs.sandbox import execute
 
     try:
         transition = execute(env_class, view_state, record["action"])
+        patch = full_patch(transition.patch, mapping or {})
     except Exception as exc:  # noqa: BLE001 - a view the executor rejects is a failed view, with its reason
         return f"the call on the view raised {type(exc).__name__}: {exc}"
     if canonical_json(transition.observation) != canonical_json(record["observation"]):
         return f"observation differs: {canonical_json(transition.observation)[:200]}"
-    if canonical_json(transition.patch) == canonical_json(record["patch"]):
+    if canonical_json(patch) == canonical_json(record["patch"]):
         return None
     try:
-        after = jsonpatch.apply_patch(record["state"], transition.patch)
+        after = jsonpatch.apply_patch(record["state"], patch)
     except Exception as exc:  # noqa: BLE001 - a patch that does not apply to the full state
         return f"the view's patch does not apply to the full state ({type(exc).__name__}: {exc})"
     if canonical_json(after) != canonical_json(record["next_state"]):
@@ -122,7 +133,7 @@ def check_view(env_class: type, record: dict[str, Any]) -> ViewCheck:
         if text == last:  # widening changed nothing: same verdict
             continue
         last = text
-        found = reproduction_problem(env_class, record, runnable_state(view, record["state"]))
+        found = reproduction_problem(env_class, record, *runnable(view, record["state"]))
         if found is None:
             return ViewCheck(widening, True, problem)
         problem = problem or found

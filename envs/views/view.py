@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envsim.envs.views.analysis import FilterNote, Path, ReadNeeds, analyse_reads, pointer
+from envsim.envs.views.partial_lists import is_record_list, list_note
 
 #: A key-set note lists at most this many keys (more: the key set is not answered).
 MAX_LISTED_KEYS = 200
@@ -38,6 +39,7 @@ class View:
     widening: str | None = None  # the widening construction's verification chose (one of ``WIDENINGS``)
     sizes: dict = field(default_factory=dict)  # partly shown dict -> its number of entries, which the call reads
     # (``len``); the omission notes give it (``N of M records not shown``)
+    lists: dict = field(default_factory=dict)  # top-level list shown in part (an object keyed by index) -> its length
 
     def notes(self) -> list[str]:
         """Every note of the view, in the order the prompt shows them (widenings first)."""
@@ -46,6 +48,8 @@ class View:
             lines.append(f"- verification widened this view to {_WIDENING_TEXT[self.widening]}: the call run on the "
                          f"narrower view did not give the same result as on the full state")
         lines += [f"- {line}" for line in self.omissions]
+        lines += [f"- {list_note(p, length, len(self.state.get(p[0]) or {}))}"  # object models only (partial_lists)
+                  for p, length in self.lists.items()]
         lines += [f"- {pointer(p)} has no key {json.dumps(k, ensure_ascii=False)}"
                   for p, k in sorted(self.absent, key=lambda pk: (pointer(pk[0]), str(pk[1])))]
         lines += [f"- {pointer(p)} has exactly the keys {json.dumps(keys, ensure_ascii=False)}"
@@ -112,13 +116,14 @@ def _exists(state: Any, path: Path) -> bool:
         return False
 
 
-def _whole_lists(state: Any, paths: set) -> set:
-    """``paths`` with every path that passes through a list cut at that list (lists are shown whole)."""
+def _whole_lists(state: Any, paths: set, partial: frozenset = frozenset()) -> set:
+    """``paths`` with every path that passes through a list cut at that list (lists are shown whole), except the
+    records of the top-level lists in ``partial`` (shown in part)."""
     out = set()
     for p in paths:
         value, cut = state, p
         for i, key in enumerate(p):
-            if isinstance(value, list):
+            if isinstance(value, list) and not (i == 1 and p[:1] in partial):
                 cut = p[:i]
                 break
             try:
@@ -204,8 +209,16 @@ def _describe_omitted(path: Path, container: dict, shown_keys: set) -> str:
 
 
 def _record(state: Any, path: Path) -> Path:
-    """``path`` cut at its record: ``(collection, key)`` under a top-level dict collection."""
-    return path[:2] if len(path) > 2 and isinstance(state.get(path[0]), dict) else path
+    """``path`` cut at its record: ``(collection, key)`` under a top-level dict collection (or list of records)."""
+    return path[:2] if len(path) > 2 and (isinstance(state.get(path[0]), dict) or is_record_list(
+        state.get(path[0]))) else path
+
+
+def partial_lists(state: Any, needs: ReadNeeds) -> frozenset:
+    """Top-level lists of records an object model's call does not need whole: shown in part (``partial_lists``)."""
+    if not needs.whole_records or not isinstance(state, dict) or () in needs.full:
+        return frozenset()
+    return frozenset((k,) for k, v in state.items() if (k,) not in needs.full and is_record_list(v))
 
 
 def _touched(needs: ReadNeeds) -> set:
@@ -224,7 +237,8 @@ def _records_whole(state: Any, needs: ReadNeeds) -> ReadNeeds:
     out.full |= {_record(state, p) for p in needs.reach if len(p) >= 2}
     out.full |= {n.collection + (k,) for n in needs.filters for k in n.matched if len(n.collection) == 1}
     out.reach = {p for p in needs.reach if len(p) < 2} | {(k,) for k, v in state.items() if isinstance(v, dict)}
-    out.full |= {(k,) for k, v in state.items() if not isinstance(v, dict)}
+    out.full |= {(k,) for k, v in state.items() if not isinstance(v, dict) and not (
+        needs.whole_records and is_record_list(v))}  # an object model's lists of records: shown in part
     out.scan_fields = {(c, f) for c, f in needs.scan_fields if len(c) != 1}  # matched records are whole
     return out
 
@@ -255,10 +269,12 @@ def build_view(state: Any, needs: ReadNeeds) -> View:
         needs = _records_whole(state, needs)
     wanted = {p for p in needs.full if _exists(state, p)}
     wanted |= _scan_closure(state, needs, wanted)
+    in_part = partial_lists(state, needs)
     for p in needs.keys:  # a container whose key set is read: lists and small scalar dicts whole
-        if _exists(state, p) and isinstance(_at(state, p), list):
+        if _exists(state, p) and isinstance(_at(state, p), list) and p not in in_part:
             wanted.add(p)
-    full = _minimal(_whole_lists(state, wanted))
+    full = _minimal(_whole_lists(state, wanted, in_part))
+    in_part = frozenset(p for p in in_part if p not in full)
     partial: Any = {} if isinstance(state, dict) else None
     shown: set = set()
     if () in full:
@@ -280,8 +296,18 @@ def build_view(state: Any, needs: ReadNeeds) -> View:
             for i, key in enumerate(p):
                 shown.add(p[:i + 1])
                 node = node.setdefault(key, {})
+        for p in in_part:  # present, maybe with no record shown: the object model needs the key
+            partial.setdefault(p[0], {})
+            shown.add(p)
         partial = _in_state_order(partial, state, full)
+        for p in in_part:  # the shown records in index order
+            partial[p[0]] = {i: partial[p[0]][i] for i in sorted(partial[p[0]])}
     view = View(state=partial, full=full, shown=shown, widened=list(needs.widened))
+    view.lists = {p: len(state[p[0]]) for p in sorted(in_part) if len(partial[p[0]]) < len(state[p[0]])}
+    for p in in_part:
+        if p not in view.lists:  # every record shown: the list itself
+            partial[p[0]] = copy.deepcopy(state[p[0]])
+            view.full.add(p)
     # what is left out: every partly shown dict (sibling records missing the same fields share a line)
     grouped: dict[tuple, list] = {}
     for p in sorted(shown, key=lambda q: (len(q), [str(x) for x in q])):

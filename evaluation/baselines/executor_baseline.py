@@ -15,7 +15,9 @@ How the shown code becomes a module (the conventions a Python reader of the prom
 * module-shaped tool code (``envsim.envs.shown.code``: imports, models, helpers, classes, ending with
   ``# The call runs Class.tool on an object whose public attributes are the state.``) runs as shown; that class,
   made without ``__init__``, gets the state's keys as attributes (code importing pydantic gets it in the sandbox);
-  a dict the view's notes say the call counts gets stand-ins up to that number (``executor_stand_ins``);
+  a dict the view's notes say the call counts gets stand-ins up to that number (``executor_stand_ins``); a list
+  the notes say is shown in part runs as the list of its shown records, and the patch is mapped back to
+  full-state indices (``envs.views.partial_lists``);
 * methods-shaped code that also defines ``state_from_json(self, state)`` and ``state_to_json(self)`` (BFCL's
   classes in v2.1: ``envs.adapters.bfcl_shown``) says how the JSON state maps to the object: the tool runs on an
   object set up by the first, and the second gives the next state;
@@ -293,14 +295,17 @@ def run_shown(shown: ShownPrompt, state: Any = None, limits: Limits | None = Non
     up to its number of entries (``evaluation.baselines.executor_stand_ins``). Never raises."""
     from envsim.delta import compute_delta
     from envsim.envs.sandbox import SandboxError, run_request
+    from envsim.envs.views.partial_lists import compact, full_patch, lists_in_notes
     from envsim.evaluation.baselines import executor_stand_ins as stand_ins
 
     if shown.mode == "pomdp":
         return Execution("pomdp", POMDP_REFUSAL, shown=shown)
     counts = stand_ins.short_counts(shown.view_notes, shown.state) if state is None else {}
+    lists = lists_in_notes(shown.view_notes, shown.state) if state is None else {}
     state = shown.state if state is None else state
     if not isinstance(state, dict):
         return Execution("unreadable", "the shown state is not a JSON object", shown=shown)
+    state, mapping = compact(state, lists)  # a list shown in part runs as its shown records (``partial_lists``)
     try:
         module = build_module(shown.code, shown.action["name"])
     except CodeNotShown as exc:
@@ -325,8 +330,8 @@ def run_shown(shown: ShownPrompt, state: Any = None, limits: Limits | None = Non
         delta = compute_delta(state, answer["next_state"])
     except ValueError as exc:
         return Execution("sandbox", f"the next state cannot be diffed: {exc}", shown=shown, module=module)
-    return Execution("ran", observation=answer["observation"], next_state=answer["next_state"], patch=delta.patch,
-                     shown=shown, module=module)
+    return Execution("ran", observation=answer["observation"], next_state=answer["next_state"],
+                     patch=full_patch(delta.patch, mapping), shown=shown, module=module)
 
 
 def execute_prompt(messages: list[dict[str, str]], limits: Limits | None = None) -> Execution:
