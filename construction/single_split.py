@@ -120,7 +120,7 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
     from envsim.construction.stored_states import has_large_state
     from envsim.evaluation.prompting.prompts import VIEW_PROMPT_VERSION, default_prompt_version
 
-    pool_counts: dict[str, int] = {}
+    pool_counts: dict[str, Any] = {}
     if options.policy == "replay":
         pool = replayed_pool(options)
     elif options.policy == "llm":
@@ -143,6 +143,14 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
         records, short = sample_with_shortfalls(pool, spec, seed=options.seed)
     stats: dict[str, Any] = record_stats(records, domains)
     stats["tool_outcomes"] = tool_outcomes(pool)
+    if pool_counts.get("nondeterministic"):  # left out of a test split: named first (construction.determinism)
+        from envsim.construction.determinism import left_out_line
+
+        stats["nondeterministic_tools"] = pool_counts["nondeterministic"]
+        options.echo_err(left_out_line(pool_counts["nondeterministic"]))
+        for tools in stats["tool_outcomes"].values():  # named above, not as 'never called'
+            for tool in pool_counts["nondeterministic"]:
+                tools.pop(tool, None)
     if has_large_state(records):  # a whole-state prompt of a production database fits no model: views
         stats["tokens"] = record_token_stats(records, prompt_mode="mdp-view", prompt_version=VIEW_PROMPT_VERSION)
     else:
