@@ -74,6 +74,20 @@ def launch(command: list[str], env: dict[str, str], label: str, run: RunFiles,
 TRAIN_INSTALL = 'pip install -e ".[train]"'
 
 
+#: What installs the CPU path (torch's CPU build first, then the [cpu] extra); docs/real-model.md, Install.
+CPU_INSTALL = ('pip install "torch==2.13.0+cpu" --index-url https://download.pytorch.org/whl/cpu, then '
+               'pip install -e ".[cpu]"; see docs/real-model.md, Install')
+
+
+def require_cpu_training(what: str) -> None:
+    """Stop with ``CPU_INSTALL`` when torch or transformers, which the CPU loop ``what`` needs, is not installed."""
+    import importlib.util
+
+    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise click.ClickException(f"{what} needs {' and '.join(missing)}: {CPU_INSTALL}")
+
+
 def missing_train_extras(multi_gpu: bool) -> list[str]:
     """Modules of the [train] extra that ``envsim train rl`` needs and cannot import."""
     import importlib.util

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from envsim.cli.launch_options import TRAIN_INSTALL
+from envsim.cli.launch_options import TRAIN_INSTALL, require_cpu_training
 from envsim.cli.train_fetch_converter_cmd import fetch_converter_cmd
 from envsim.cli.train_rl_cmd import rl_cmd
 from envsim.cli.tau_path_option import tau_path_option
@@ -154,6 +154,7 @@ def fit_check_cmd(model: str, data_dir: Path, out: Path, samples: int, epochs: f
     settings = FitCheckSettings(model=model, data_dir=data_dir, output_dir=out, samples=samples, epochs=epochs,
                                 learning_rate=learning_rate, batch=batch, trainable_layers=trainable_layers,
                                 min_cm=min_cm, threads=threads, seed=seed)
+    require_cpu_training("the fit check (CPU SFT loop)")
     try:
         figures = run_fit_check(settings, lambda line: click.echo(line, err=True))
     except (OSError, ValueError) as exc:

@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from envsim.cli.launch_options import TRAIN_INSTALL, RunFiles, launch, missing_train_extras, node_header, node_options, resolve_nodes
+from envsim.cli.launch_options import (TRAIN_INSTALL, RunFiles, launch, missing_train_extras, node_header,
+                                       node_options, require_cpu_training, resolve_nodes)
 from envsim.training.rewards import RewardWeights
 
 
@@ -156,7 +157,6 @@ def _cpu_loop(model: str, records: Path, run_dir: Path, weights: Any, *, epochs:
               dry_run: bool, **options: Any) -> None:
     """``--generator``: the CPU GRPO loop of ``training.grpo_cpu``, in this process (steps: ``--max-steps``, else
     ``--epochs`` passes over the prompts)."""
-    import importlib.util
     import json
     import math
 
@@ -179,9 +179,7 @@ def _cpu_loop(model: str, records: Path, run_dir: Path, weights: Any, *, epochs:
     if dry_run:
         click.echo(json.dumps(settings.to_json(), indent=2))
         return
-    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise click.ClickException(f"the CPU GRPO loop needs {', '.join(missing)}: {TRAIN_INSTALL}")
+    require_cpu_training("the CPU GRPO loop")
     click.echo(f"CPU GRPO on {len(prompts)} prompts, {steps} steps; policy -> {settings.output_dir / 'policy'}",
                err=True)
     try:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from envsim.cli.launch_options import TRAIN_INSTALL, RunFiles, launch, node_header, node_options, resolve_nodes
+from envsim.cli.launch_options import (TRAIN_INSTALL, RunFiles, launch, node_header, node_options,
+                                       require_cpu_training, resolve_nodes)
 
 
 @click.command("sft")
@@ -161,6 +162,7 @@ def _cpu_loop(model: str, data_dir: Path, dataset: str | None, run_dir: Path, *,
     if dry_run:
         click.echo(json.dumps(settings.to_json(), indent=2))
         return
+    require_cpu_training("the CPU SFT loop")
     try:
         summary = train_sft_cpu(settings, lambda line: click.echo(line, err=True))
     except (OSError, ValueError) as exc:
