@@ -2,6 +2,9 @@
 
 ``python -m envsim.envs.check ID [ID ...]`` (or ``--all``) prints the problems found and the
 |Δ| histogram of seeded explorer rollouts; the test suite runs the same checks on every built-in.
+``python -m envsim.envs.check MODULE:CLASS`` (``envsim envs check MODULE:CLASS``) checks a user's own class
+instead (``envs.check_own``: determinism, JSON returns, explorer arguments, the executor on a small pool, view
+sizes), one line per finding, exit status 1 on a defect.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import sys
 import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from envsim.delta import apply_patch, canonical_json, same_json
 from envsim.envs.base import Environment
@@ -125,12 +129,45 @@ def check_environment(cls: type[Environment], seeds: int = 4, steps: int = 50) -
     return report
 
 
+def check_own(targets: list[str], echo: Any = print, **options: Any) -> int:
+    """Check user classes (``module:Class``, ``envs.check_own``): one line per finding, defects first; 1 when any
+    class has a defect."""
+    from envsim.envs.check_own import check_own_class
+
+    failed = 0
+    for target in targets:
+        report = check_own_class(target, **options)
+        order = {"defect": 0, "warning": 1, "ok": 2}
+        for finding in sorted(report.findings, key=lambda f: order[f.level]):
+            echo(finding.line())
+        verdict = f"{len(report.defects)} defect(s)" if report.defects else "no defect"
+        echo(f"{target}: {verdict}, {sum(f.level == 'warning' for f in report.findings)} warning(s)")
+        failed += bool(report.defects)
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry: check the named environments (or ``--all``) and print a summary."""
+    """Command-line entry: check the named environments (or ``--all``) and print a summary; ``module:Class``
+    targets (a user's own classes) get the user-class checks (``check_own``)."""
     from envsim.envs.registry import get_env, list_envs
 
     args = list(sys.argv[1:] if argv is None else argv)
-    classes = [e.cls for e in list_envs()] if args == ["--all"] else [get_env(a) for a in args]
+    if not args:
+        print("usage: python -m envsim.envs.check MODULE:CLASS | ENV_ID ... | --all", file=sys.stderr)
+        return 2
+    own = [a for a in args if ":" in a]
+    if own:
+        code = check_own(own)
+        args = [a for a in args if ":" not in a]
+        if not args:
+            return code
+    else:
+        code = 0
+    try:
+        classes = [e.cls for e in list_envs()] if args == ["--all"] else [get_env(a) for a in args]
+    except Exception as exc:  # noqa: BLE001 - an unknown id is one line, not a traceback
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
     failed = 0
     for cls in classes:
         report = check_environment(cls)
@@ -140,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         for problem in report.problems[:10]:
             print(f"     - {problem}")
         failed += not report.ok
-    return 1 if failed else 0
+    return 1 if failed or code else 0
 
 
 if __name__ == "__main__":

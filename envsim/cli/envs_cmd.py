@@ -141,3 +141,26 @@ def show_cmd(env_id: str, seed: int, as_json: bool, full: bool = False) -> None:
     click.echo(text)
     if note:
         click.echo(note)
+
+
+@envs.command("check")
+@click.argument("targets", nargs=-1, required=True)
+@click.option("--steps", type=int, default=8, show_default=True,
+              help="Explorer calls per episode for the sampled states and the small executor pool.")
+@click.option("--episodes", type=int, default=2, show_default=True, help="Explorer episodes of the executor pool.")
+@click.option("--per-tool", type=int, default=4, show_default=True,
+              help="Argument sets per tool the explorer builds, each run twice for determinism.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def check_cmd(targets: tuple[str, ...], steps: int, episodes: int, per_tool: int, seed: int) -> None:
+    """Conformance checks of environments. MODULE:CLASS (your own class): determinism per tool on sampled states,
+    JSON-able returns, arguments the explorer can build, the executor on a small pool, view sizes; one line per
+    finding, defects first; exit status 1 on a defect. A registered id (or --all) gets the built-in checks."""
+    from envsim.envs.check import check_own, main
+
+    own = [t for t in targets if ":" in t]
+    code = check_own(own, echo=click.echo, seed=seed, episodes=episodes, steps=steps, per_tool=per_tool) if own else 0
+    others = [t for t in targets if ":" not in t]
+    if others:
+        code = max(code, main(others))
+    if code:
+        raise SystemExit(code)
