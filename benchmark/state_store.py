@@ -57,12 +57,16 @@ def write_blob(value: Any, folder: Path) -> str:
     """Store ``value`` once under its content hash (gzip with a fixed mtime: rebuilt byte for byte); returns its ref."""
     text = canonical_json(value).encode()
     digest = hashlib.sha256(text).hexdigest()
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / blob_name(digest)
+    if folder.is_symlink():  # a folder EnvSim names (OUT_states): a link planted there is refused, not followed
+        from envsim.safe_files import RunFileRefused
+
+        raise RunFileRefused(f"{folder} is a symbolic link; EnvSim does not write state blobs through it")
     if not path.is_file() or path.is_symlink():
         from envsim.safe_files import write_bytes
 
-        write_bytes(path, gzip.compress(text, compresslevel=9, mtime=0))  # never through a planted link
+        # never through a planted link, at the blob's name or at the folder (opened O_NOFOLLOW)
+        write_bytes(path, gzip.compress(text, compresslevel=9, mtime=0), follow_folder=False)
     return REF_PREFIX + digest
 
 

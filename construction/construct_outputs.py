@@ -29,8 +29,14 @@ def write_with_stats(records: Sequence[dict[str, Any]], out: Path, stats: dict[s
     if fmt == "envsimbench":  # the original's layout: one JSON list that its Evaluation/10.eval_model.py reads
         write_envsimbench(list(records), out)
     else:
+        from envsim.construction.errors import ConstructStopped
+        from envsim.safe_files import RunFileRefused
+
         folder = state_folder(out)
-        rows = store_large_states(records, folder)
+        try:
+            rows = store_large_states(records, folder)
+        except RunFileRefused as exc:  # a link planted at OUT_states: refused, nothing written through it
+            raise ConstructStopped(str(exc)) from None
         write_jsonl(rows, out)
         if stores_states(rows):
             extra = (folder,)

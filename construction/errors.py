@@ -1,7 +1,7 @@
 """Typed reasons why ``envsim.construct`` stopped without writing its output.
 
-The command line maps ``InvalidConstructOption`` to a usage error (exit 2) and every other
-``ConstructStopped`` to exit 1."""
+The command line maps ``InvalidConstructOption`` to a usage error (exit 2), ``ConstructInterrupted`` (Ctrl-C) to
+exit 130 and every other ``ConstructStopped`` to exit 1."""
 
 from __future__ import annotations
 
@@ -21,3 +21,7 @@ class InvalidConstructOption(ConstructStopped, ValueError):
 
 class ToolCodeMissing(ConstructStopped):
     """A tool ran but its source (``code(a_t)``) cannot be found: no record may show code that is not the tool's."""
+
+
+class ConstructInterrupted(ConstructStopped):
+    """Construction stopped by Ctrl-C; the message says what was kept and how to resume."""

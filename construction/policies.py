@@ -11,19 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from envsim.construction.replay_log import LoggedEpisode, ReplayError, checked_lines, read_episode, read_line
 from envsim.construction.rollout import rollout
 from envsim.envs.base import Environment
 from envsim.envs.sandbox import execute
-from envsim.envs.registry import get_env
 from envsim.records import Action, Transition
-
-
-class ReplayError(ValueError):
-    """A log line that cannot be replayed (names the line and the problem)."""
 
 
 class _Scripted:
@@ -39,75 +34,19 @@ class _Scripted:
         return action
 
 
-@dataclass
-class LoggedEpisode:
-    """One line of a replay log: the environment, its starting state and the logged calls."""
-
-    line: int
-    env_class: type[Environment]
-    state: dict[str, Any]
-    actions: list[Action]
-
-
-def _entry(path: Path, number: int, line: str) -> tuple[dict[str, Any], type[Environment], list[Action]]:
-    """One log line parsed and checked: the entry, its environment class and its calls (``ReplayError`` if bad)."""
-    try:
-        entry = json.loads(line)
-        if not isinstance(entry, dict):
-            raise ValueError(f"expected a JSON object, got {type(entry).__name__}")
-        env_class = get_env(entry["env"])
-        logged = entry.get("actions", [])
-        if not isinstance(logged, list):
-            raise ValueError("'actions' must be a list")
-        if "state" in entry and not isinstance(entry["state"], dict):
-            raise ValueError("'state' must be a JSON object")
-        return entry, env_class, [Action.from_json(a) for a in logged]
-    except (KeyError, ValueError, TypeError, LookupError, AttributeError) as exc:
-        raise ReplayError(f"{path}:{number}: {type(exc).__name__}: {exc}") from None
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                yield number, line
-
-
 def check_log(path: Path) -> None:
-    """Parse and check every line of a replay log (JSON, environment, calls): ``ReplayError`` names a bad line."""
-    for number, line in _lines(path):
-        _entry(path, number, line)
-
-
-def read_episode(path: Path, number: int, line: str,
-                 initial: dict[tuple[type, int], dict[str, Any]]) -> LoggedEpisode:
-    """Log line ``number`` as an episode: its environment, calls and starting state (its ``state``, a foreign class's
-    in the load->save form, or ``sample_state(seed)``, made once per class and seed in ``initial``);
-    ``ReplayError`` names the line."""
-    entry, env_class, actions = _entry(path, number, line)
-    try:
-        if "state" in entry:
-            state = entry["state"]
-            if callable(getattr(env_class, "normalise", None)):  # foreign: the load->save form
-                state = env_class.normalise(state)
-        else:  # sample_state gives the load->save form already; episodes never mutate it
-            key = (env_class, int(entry.get("seed", 0)))
-            if key not in initial:
-                initial[key] = env_class.sample_state(key[1])
-            state = initial[key]
-    except (KeyError, ValueError, TypeError, LookupError, AttributeError) as exc:
-        raise ReplayError(f"{path}:{number}: {type(exc).__name__}: {exc}") from None
-    return LoggedEpisode(number, env_class, state, actions)
+    """Parse and check every line of a replay log (``replay_log.checked_lines``): ``ReplayError`` names a bad line."""
+    checked_lines(path)
 
 
 def read_log(path: Path) -> Iterator[LoggedEpisode]:
     """The episodes of a replay log, one line at a time (a line's state is held while its episode is labelled).
-    Every line is parsed and checked first (JSON, environment, calls), so a bad line stops the replay before any
-    call runs (``ReplayError`` names it); a starting state the environment refuses is named at its line."""
-    check_log(path)
+    Every line is checked first (``replay_log.checked_lines``), so a bad line stops the replay before any call
+    runs (``ReplayError`` names it); each line is read again where it was checked (``replay_log.read_line``: a log
+    changed meanwhile is refused) and a starting state the environment refuses is named at its line."""
     initial: dict[tuple[type, int], dict[str, Any]] = {}  # sample_state(seed) once per class and seed
-    for number, line in _lines(path):
-        yield read_episode(path, number, line, initial)
+    for line in checked_lines(path):
+        yield read_episode(path, line.number, read_line(path, line), initial)
 
 
 def episode_calls(episode: LoggedEpisode, starts: dict[Any, Any]) -> Iterator[Any]:

@@ -1,9 +1,11 @@
-"""Replaying a log in worker processes (``construct --policy replay --workers N``).
+"""Labelling a replay log (``construct --policy replay``), in this process or in ``--workers N`` processes.
 
-Whole tasks (log lines) go to the workers, which label and record them as one process does
-(``policies.replay_calls`` and ``cow_labelling.RecordMaker``). A worker reads its line from the log at the byte
-offset the parent found, and sends each record back without its two states (``None`` in their places): the first call of a task sends
-its starting state whole, every call what its next state changed (``state_change``). The copy-on-write
+Both ways share everything but where a task runs: the log is checked whole first (``replay_log.checked_lines``),
+tasks (log lines) are labelled by ``labelled_tasks`` (``policies.episode_calls`` and ``cow_labelling.RecordMaker``),
+in batches of consecutive tasks (one round trip per batch, not per task: ``batches``), each line read again at
+the byte offset the check found and refused when its bytes changed since. Each record comes back without its two
+states (``None`` in their places): a task's starting state is sent once per process under its digest, every call
+sends what its next state changed (``state_change``). The copy-on-write
 labeller's next state shares every record the call left as it was, so the change is found by identity and
 holds only the records the call wrote; the parent rebuilds each state (``rebuilt_state``) sharing the records
 the previous one holds, as the labeller did. Records, their order and the files written are the same as with
@@ -13,12 +15,17 @@ its whole next state, which is slower, never different.
 
 from __future__ import annotations
 
-import hashlib
+import os
+import secrets
+import signal
+import threading
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from envsim.delta import canonical_json
+from envsim.construction.replay_log import LogLine, ReplayError, checked_lines, read_episode, read_line, state_digest
+from envsim.jsonsafe import MAX_DEPTH, too_deep
 
 _ABSENT = object()
 
@@ -29,16 +36,6 @@ _INITIAL: dict[tuple[type, int], dict[str, Any]] = {}
 
 #: A state change: (top-level key order, {name: ("value", value) | ("records", (changed, removed, order))}).
 StateChange = tuple[list[str], dict[str, tuple[str, Any]]]
-
-
-def line_offsets(path: Path) -> Iterator[tuple[int, int]]:
-    """``(line number, byte offset)`` of each non-blank line of ``path``."""
-    offset = 0
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            if raw.strip():
-                yield number, offset
-            offset += len(raw)
 
 
 def state_change(state: dict[str, Any], next_state: dict[str, Any]) -> StateChange:
@@ -82,49 +79,268 @@ def rebuilt_state(state: dict[str, Any], change: StateChange) -> dict[str, Any]:
     return rebuilt
 
 
-def task_records(job: tuple[Path, int, int, str]) -> list[tuple[dict[str, Any], Any, StateChange]]:
-    """In a worker: the records of one log line's calls, each as ``(record without its states, the starting state
-    for the task's first call else None, the next state's change)``."""
-    from envsim.construction.cow_labelling import RecordMaker
-    from envsim.construction.policies import episode_calls, read_episode
+#: Per process: the digests of the starting states this process has sent in the current run (the run's token and
+#: the digests; the parent holds every one sent).
+_SENT: tuple[list[str], set[str]] = ([""], set())
+#: Per process: the digest of each starting state met, by identity (the state held, so its id stays its own).
+_DIGESTS: dict[int, tuple[Any, str]] = {}
 
-    path, number, offset, split = job
-    with path.open("rb") as handle:
-        handle.seek(offset)
-        line = handle.readline().decode("utf-8")
-    episode = read_episode(path, number, line, _INITIAL)
+#: A labelled call as sent: (record without its states, starting state's digest or None, the state itself the first
+#: time this process sends that digest else None, the next state's change).
+SentCall = tuple[dict[str, Any], "str | None", Any, StateChange]
+#: A batch of consecutive checked log lines to label in one round trip: (log, split, lines, the run's token).
+Batch = tuple[Path, str, list[LogLine], str]
+
+#: Tasks of one batch at most, and bytes of log lines (a batch holds at least one line).
+BATCH_TASKS = 256
+BATCH_BYTES = 1 << 20
+
+
+def _digest_of(state: Any) -> str:
+    held = _DIGESTS.get(id(state))
+    if held is None or held[0] is not state:
+        if len(_DIGESTS) > 64:
+            _DIGESTS.clear()
+        held = (state, state_digest(state))
+        _DIGESTS[id(state)] = held
+    return held[1]
+
+
+def _too_deep_problem(record: dict[str, Any], change: StateChange) -> str | None:
+    """Why a labelled record would nest deeper than a benchmark file may (``jsonsafe.MAX_DEPTH``), else None: the
+    record without its states, and what the call wrote into the next state (the rest was checked in the log)."""
+    if too_deep(record, MAX_DEPTH):
+        return "its observation or arguments"
+    for name, (kind, value) in change[1].items():
+        if kind == "value" and too_deep(value, MAX_DEPTH - 2):
+            return f"next_state/{name}"
+        if kind == "records" and any(too_deep(v, MAX_DEPTH - 3) for v in value[0].values()):
+            return f"a record of next_state/{name}"
+    return None
+
+
+def labelled_task(path: Path, line: LogLine, split: str, sent_starts: set[str]) -> list[SentCall]:
+    """The records of one checked log line's calls (``SentCall``s); anything that stops labelling is a
+    ``ReplayError`` at ``LOG:LINE``, never a traceback. A starting state is sent whole only when its digest is not in
+    ``sent_starts`` (then added)."""
+    from envsim.construction.cow_labelling import RecordMaker
+    from envsim.construction.policies import episode_calls
+
+    where = f"{path}:{line.number}"
+    episode = read_episode(path, line.number, read_line(path, line), _INITIAL)
     maker = _MAKERS.setdefault((episode.env_class, split), RecordMaker(episode.env_class, split))
-    sent: list[tuple[dict[str, Any], Any, StateChange]] = []
+    sent: list[SentCall] = []
     previous: Any = None
-    for call in episode_calls(episode, _STARTS):
-        record = maker.record(call)
-        before, after = record["state"], record["next_state"]
-        record["state"] = record["next_state"] = None  # sent apart; the keys keep their places in the record
-        start = before if previous is None or before is not previous else None
-        sent.append((record, start, state_change(before, after)))
-        previous = after
+    try:
+        for index, call in enumerate(episode_calls(episode, _STARTS), 1):
+            record = maker.record(call)
+            before, after = record["state"], record["next_state"]
+            record["state"] = record["next_state"] = None  # sent apart; the keys keep their places in the record
+            change = state_change(before, after)
+            problem = _too_deep_problem(record, change)
+            if problem is not None:
+                raise ReplayError(f"{where}: call {index} ({record['action']['name']}): {problem} nests deeper than "
+                                  f"{MAX_DEPTH} levels (jsonsafe.MAX_DEPTH); a benchmark file cannot hold it")
+            digest = start = None
+            if previous is None or before is not previous:
+                digest = _digest_of(before)
+                if digest not in sent_starts:
+                    sent_starts.add(digest)
+                    start = before
+            sent.append((record, digest, start, change))
+            previous = after
+    except ReplayError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a tool or environment failing outside its call: named, not a traceback
+        raise ReplayError(f"{where}: labelling stopped: {type(exc).__name__}: {str(exc)[:300]}") from None
     return sent
 
 
-def replayed_records(path: Path, split: str, workers: int, progress: Any = None) -> Iterator[dict[str, Any]]:
-    """The records of every logged call of ``path``, in log order, labelled in ``workers`` processes (the log is
-    checked whole first: ``policies.check_log``); ``progress.update(n)`` after each task's ``n`` calls."""
-    from envsim.construction.policies import check_log
+def labelled_batch(batch: Batch) -> list[list[SentCall]]:
+    """``labelled_task`` of every line of ``batch``, in order (what one round trip to a worker does)."""
+    path, split, lines, run = batch
+    if _SENT[0][0] != run:  # a new run (a test's second construct in one process, a forked parent's leftovers)
+        _SENT[0][0] = run
+        _SENT[1].clear()
+    return [labelled_task(path, line, split, _SENT[1]) for line in lines]
 
-    check_log(path)
-    jobs = [(path, number, offset, split) for number, offset in line_offsets(path)]
-    starts: dict[str, dict[str, Any]] = {}  # tasks from one starting state share it, as the labeller's forks do
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for sent in pool.map(task_records, jobs):
-            state: Any = None
-            for record, start, change in sent:
-                if start is not None:
-                    digest = hashlib.sha256(canonical_json(start).encode("utf-8", "surrogatepass")).hexdigest()
-                    state = starts.setdefault(digest, start)
-                next_state = rebuilt_state(state, change)
-                record["state"], record["next_state"] = state, next_state
-                yield record
-                state = next_state
+
+def batches(path: Path, split: str, lines: list[LogLine], workers: int, run: str = "") -> list[Batch]:
+    """Consecutive lines grouped so that each worker gets several batches (``BATCH_TASKS`` lines and
+    ``BATCH_BYTES`` of log at most, one line at least)."""
+    per_batch = max(1, min(BATCH_TASKS, -(-len(lines) // (4 * workers))))
+    grouped: list[Batch] = []
+    current: list[LogLine] = []
+    size = 0
+    for line in lines:
+        if current and (len(current) >= per_batch or size + line.size > BATCH_BYTES):
+            grouped.append((path, split, current, run))
+            current, size = [], 0
+        current.append(line)
+        size += line.size
+    if current:
+        grouped.append((path, split, current, run))
+    return grouped
+
+
+def _set_parent_death_signal() -> None:
+    """Linux: the kernel kills this process when the parent dies (``prctl(PR_SET_PDEATHSIG, SIGKILL)``)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
+def _watch_parent(parent: int) -> None:
+    """Exit this process once ``parent`` is no longer its parent (the parent died; portable fallback)."""
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
+def worker_start(parent: int) -> None:
+    """Start of a replay worker: dies with its parent (never an orphan), leaves Ctrl-C to the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _set_parent_death_signal()
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="envsim-parent-watch").start()
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's workers now (a batch in progress is dropped; what was journaled stays)."""
+    processes = list(getattr(pool, "_processes", {}).values())  # no public handle on the workers
+    for process in processes:
+        try:
+            process.kill()
+        except (OSError, ValueError):
+            pass
+    # no cancel_futures: the pool marks every pending batch broken itself (cancelling them too races with that)
+    pool.shutdown(wait=True)
+
+
+class ReplayStopped(Exception):
+    """Labelling stopped before the end (a worker died, Ctrl-C, a bad line met while labelling); the message says
+    what is kept and how to resume. ``interrupted``: stopped by Ctrl-C."""
+
+    def __init__(self, message: str, interrupted: bool = False) -> None:
+        super().__init__(message)
+        self.interrupted = interrupted
+
+
+def _labelled_batches(path: Path, split: str, lines: list[LogLine], workers: int,
+                      running: Callable[[int], None]) -> Iterator[list[list[SentCall]]]:
+    """The labelled batches of ``lines`` in order, in this process (``workers`` 1) or in a pool of ``workers``
+    processes; ``running(i)`` is told the index of the first line of the batch now awaited."""
+    grouped = batches(path, split, lines, workers, secrets.token_hex(8))
+    first = 0
+    if workers <= 1:
+        for batch in grouped:
+            running(first)
+            yield labelled_batch(batch)
+            first += len(batch[2])
+        return
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_start, initargs=(os.getpid(),))
+    try:
+        results = pool.map(labelled_batch, grouped)
+        for batch in grouped:
+            running(first)
+            result = next(results)
+            yield result
+            first += len(batch[2])
+    except BaseException:
+        _stop_workers(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def replayed_records(path: Path, split: str, workers: int = 1, progress: Any = None, *,
+                     journal: Path | None = None, echo: Callable[[str], None] | None = None
+                     ) -> Iterator[dict[str, Any]]:
+    """The records of every logged call of ``path``, in log order, labelled in this process (``workers`` 1) or in
+    ``workers`` processes: the log is checked whole first (``ReplayError`` at ``LOG:LINE``); with ``journal``, each
+    labelled task is journaled (``replay_journal``) and tasks an earlier run journaled are taken from it (said
+    through ``echo``); a worker that dies, Ctrl-C, or a line that fails while labelling raises ``ReplayStopped``
+    saying what is kept. ``progress.update(n)`` after each task's ``n`` calls."""
+    from envsim.construction.replay_journal import ReplayJournal
+
+    say = echo or (lambda text: None)
+    lines = checked_lines(path)
+    try:
+        book = ReplayJournal.open(journal, split) if journal is not None else None
+    except OSError as exc:
+        raise ReplayError(f"{journal}: cannot write the replay journal ({exc.strerror or exc})") from None
+    starts: dict[str, Any] = dict(book.starts) if book is not None else {}
+    done: dict[tuple[int, str], Any] = dict(book.tasks) if book is not None else {}
+    if book is not None:
+        for note in book.notes:
+            say(f"replay: {note}")
+        resumed = [line for line in lines if (line.number, line.digest) in done]
+        if resumed:
+            calls = sum(len(done[(line.number, line.digest)].calls) for line in resumed)
+            say(f"replay: resuming from {journal}: {len(resumed)} of {len(lines)} tasks ({calls} calls) already "
+                "labelled")
+    todo = [line for line in lines if (line.number, line.digest) not in done]
+    labelled_tasks = calls_done = 0
+    state_of_line = {"first": 0}
+
+    def kept() -> str:
+        where = f" are kept in {journal}; run the same command again to resume" if book is not None else " are lost"
+        return f"{labelled_tasks} of {len(lines)} tasks ({calls_done} calls) labelled{where}"
+
+    stream = _labelled_batches(path, split, todo, workers, lambda first: state_of_line.update(first=first))
+    pending: list[list[SentCall]] = []
+    try:
+        for line in lines:
+            journaled = done.get((line.number, line.digest))
+            if journaled is not None:
+                calls = [(record, digest, None, change) for record, digest, change in journaled.calls]
+            else:
+                if not pending:
+                    pending = list(next(stream))
+                calls = pending.pop(0)
+                for _record, digest, start, _change in calls:
+                    if start is not None:
+                        starts.setdefault(digest, start)
+                if book is not None:
+                    book.add(line.number, line.digest, [[r, d, c] for r, d, _s, c in calls], starts)
+            yield from _rebuilt(calls, starts, f"{path}:{line.number}", journal)
+            labelled_tasks += 1
+            calls_done += len(calls)
             if progress is not None:
-                progress.update(len(sent))
+                progress.update(len(calls))
+    except BrokenProcessPool:
+        at = todo[min(state_of_line["first"], len(todo) - 1)].number if todo else 0
+        raise ReplayStopped(f"a replay worker stopped unexpectedly (killed, or out of memory) while labelling from "
+                            f"{path}:{at}; {kept()}") from None
+    except KeyboardInterrupt:
+        raise ReplayStopped(f"interrupted: {kept()}", interrupted=True) from None
+    except ReplayError as exc:
+        raise ReplayStopped(f"{exc}; {kept()}") from None
+    finally:
+        stream.close()
+        if book is not None:
+            book.close()
 
+
+def _rebuilt(calls: list[SentCall], starts: dict[str, Any], where: str,
+             journal: Path | None) -> Iterator[dict[str, Any]]:
+    """The records of one task's calls with their states rebuilt, sharing what each call left as it was."""
+    state: Any = None
+    for record, digest, _start, change in calls:
+        try:
+            if digest is not None:
+                state = starts[digest]
+            next_state = rebuilt_state(state, change)
+        except (KeyError, TypeError, IndexError, ValueError) as exc:
+            raise ReplayError(f"{where}: the journal {journal} does not rebuild this task's states "
+                              f"({type(exc).__name__}); remove it and run again") from None
+        record = dict(record)
+        record["state"], record["next_state"] = state, next_state
+        yield record
+        state = next_state

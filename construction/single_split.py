@@ -7,40 +7,36 @@ from typing import Any, Sequence
 
 from envsim.construction.construct_options import ConstructOptions, ConstructSummary
 from envsim.construction.construct_outputs import stratum_line, write_with_stats
-from envsim.construction.errors import ConstructStopped, InvalidConstructOption
+from envsim.construction.errors import ConstructInterrupted, ConstructStopped, InvalidConstructOption
 
 
 def replayed_pool(options: ConstructOptions) -> list[dict[str, Any]]:
     """Records of every call of the replayed ``options.replay_log`` (a call repeating an earlier one on the same
     state, same id, is recorded once); a training split refuses held-out and foreign environments other than the
     user's own ``module:Class`` (whose tasks are the split: ``construction.own_env``)."""
-    from envsim.construction.cow_labelling import RecordMaker
     from envsim.construction.labelling import deduplicate
     from envsim.construction.own_env import is_own_target
-    from envsim.construction.policies import ReplayError, replay_calls
-    from envsim.construction.replay_workers import replayed_records
+    from envsim.construction.replay_journal import journal_path
+    from envsim.construction.replay_log import ReplayError
+    from envsim.construction.replay_workers import ReplayStopped, replayed_records
     from envsim.construction.splits import LeakError, assert_no_test_envs
     from envsim.progress import progress as tqdm
 
     if options.replay_log is None:
         raise InvalidConstructOption("", "--policy replay needs --replay-log")
-    makers: dict[type, RecordMaker] = {}
-    labelled = []
     try:
         with tqdm(desc=f"replay ({options.split})", unit="call") as bar:
-            if options.workers > 1:  # whole tasks in worker processes: the same records (construction.replay_workers)
-                labelled = list(replayed_records(options.replay_log, options.split, options.workers, bar))
-            else:
-                for env_class, call in replay_calls(options.replay_log):
-                    maker = makers.setdefault(env_class, RecordMaker(env_class, options.split))
-                    labelled.append(maker.record(call))
-                    bar.update(1)
+            # one reader and one labelling path; --workers N runs whole tasks in N processes (the same records)
+            labelled = list(replayed_records(options.replay_log, options.split, options.workers, bar,
+                                             journal=journal_path(options.out), echo=options.echo_err))
         records = list(deduplicate(labelled))
         if options.split == "train":
             assert_no_test_envs((r["env"] for r in records), options.version)
             foreign = sorted({r["env"] for r in records if r.get("origin") and not is_own_target(r["env"])})
             if foreign:  # wrapped foreign classes (BFCL, module:Class) are held out from training
                 raise LeakError(f"foreign environments are held out from training: {', '.join(foreign[:5])}")
+    except ReplayStopped as exc:
+        raise (ConstructInterrupted if exc.interrupted else ConstructStopped)(str(exc)) from None
     except (ReplayError, LeakError) as exc:
         raise ConstructStopped(str(exc)) from None
     if len(records) < len(labelled):
@@ -171,5 +167,10 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
         cap = f" (at most {spec.per_env_cap} per environment)" if spec.per_env_cap is not None else ""
         options.echo_err(f"warning: wrote {len(records)} of the {spec.total} records the spec asks for{cap}; short: "
                          + ", ".join(f"{s.cell} {s.got} of {s.needed}" for s in short) + f"; {hint}")
-    return write_with_stats(records, out, stats, stats_markdown(f"{out.name}", stats), kind="records",
-                            pool=len(pool), lines=lines, fmt=options.fmt)
+    summary = write_with_stats(records, out, stats, stats_markdown(f"{out.name}", stats), kind="records",
+                               pool=len(pool), lines=lines, fmt=options.fmt)
+    if options.policy == "replay":  # the output holds the labelled work now: its journal goes
+        from envsim.construction.replay_journal import remove_journal
+
+        remove_journal(out)
+    return summary

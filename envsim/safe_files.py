@@ -62,10 +62,17 @@ class RunFileRefused(OSError):
 
 
 @contextmanager
-def _directory(path: Path) -> Iterator[int]:
-    """The directory ``path`` opened (created with its parents when missing), as a descriptor."""
+def _directory(path: Path, follow: bool = True) -> Iterator[int]:
+    """The directory ``path`` opened (created with its parents when missing), as a descriptor; with ``follow``
+    false, a link at ``path`` itself is refused (``RunFileRefused``), never followed."""
     path.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        fd = os.open(path, os.O_RDONLY | _DIRECTORY | _CLOEXEC | (0 if follow else _NOFOLLOW))
+    except OSError as exc:
+        if not follow and exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise RunFileRefused(f"{path} is a symbolic link or not a directory; EnvSim does not write through "
+                                 "it") from None
+        raise
     try:
         yield fd
     finally:
@@ -97,10 +104,11 @@ def _keep_mode(dir_fd: int, name: str, fd: int) -> None:
         raise IsADirectoryError(errno.EISDIR, "a directory is in the way", name)
 
 
-def _write_with(path: os.PathLike[str] | str, fill: Callable[[IO[bytes]], None]) -> None:
-    """Write ``path`` through a temporary file in its directory, renamed over it (see the module docstring)."""
+def _write_with(path: os.PathLike[str] | str, fill: Callable[[IO[bytes]], None], follow_folder: bool = True) -> None:
+    """Write ``path`` through a temporary file in its directory, renamed over it (see the module docstring); with
+    ``follow_folder`` false, the directory itself must not be a link."""
     target = Path(path)
-    with _directory(target.parent) as dir_fd:
+    with _directory(target.parent, follow_folder) as dir_fd:
         fd, temporary = _create_temporary(dir_fd, target.name)
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -116,9 +124,10 @@ def _write_with(path: os.PathLike[str] | str, fill: Callable[[IO[bytes]], None])
             raise
 
 
-def write_bytes(path: os.PathLike[str] | str, data: bytes) -> None:
-    """Replace ``path`` with ``data``: never through a link, never half a file."""
-    _write_with(path, lambda handle: handle.write(data))
+def write_bytes(path: os.PathLike[str] | str, data: bytes, *, follow_folder: bool = True) -> None:
+    """Replace ``path`` with ``data``: never through a link, never half a file. ``follow_folder=False`` for a
+    folder EnvSim names itself (``OUT_states``): a link planted there is refused, not followed."""
+    _write_with(path, lambda handle: handle.write(data), follow_folder)
 
 
 def write_text(path: os.PathLike[str] | str, text: str, *, errors: str = "strict") -> None:

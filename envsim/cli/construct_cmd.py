@@ -74,7 +74,7 @@ def construct_cmd(split: str, version: str, spec: str, pool_size: int | None, se
     Exit codes: 0 written; 1 stopped before writing (unknown environment, too small a pool, missing extra);
     2 usage error."""
     from envsim.construction.api import construct
-    from envsim.construction.errors import ConstructStopped, InvalidConstructOption
+    from envsim.construction.errors import ConstructInterrupted, ConstructStopped, InvalidConstructOption
 
     try:
         summary = construct(split, out, version=version, spec=spec, pool_size=pool_size, seed=seed, episodes=episodes,
@@ -87,6 +87,9 @@ def construct_cmd(split: str, version: str, spec: str, pool_size: int | None, se
         if not exc.option:
             raise click.UsageError(exc.message) from None
         raise click.BadParameter(exc.message, param_hint=exc.option) from None
+    except ConstructInterrupted as exc:  # Ctrl-C: what was labelled is kept (the replay journal), said
+        click.echo(str(exc), err=True)
+        raise click.exceptions.Exit(130) from None
     except ConstructStopped as exc:
         raise click.ClickException(str(exc)) from None
     for line in summary.lines:

@@ -11,7 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envsim.cli import main
-from envsim.construction.replay_workers import line_offsets, rebuilt_state, state_change
+from envsim.construction.replay_log import checked_lines, read_line
+from envsim.construction.replay_workers import rebuilt_state, state_change
+
+from envsim.envs.sandbox import trust_module
 
 from tests.construction.test_replay_whole import SMALL_SHOP, _log
 
@@ -119,12 +122,10 @@ def test_workers_refuse_a_bad_line_before_any_call_runs(tmp_path):
     assert not (tmp_path / "out.jsonl").exists()
 
 
-def test_line_offsets_point_at_each_non_blank_line(tmp_path):
+def test_checked_lines_point_at_each_non_blank_line(tmp_path):
+    trust_module("tests.fixtures.shopdb.small")
     log = tmp_path / "log.jsonl"
-    log.write_bytes(b'{"a": 1}\n\n  \n{"b": "\xc3\xa9"}\r\n{"c": 3}')
-    with log.open("rb") as handle:
-        found = []
-        for number, offset in line_offsets(log):
-            handle.seek(offset)
-            found.append((number, json.loads(handle.readline())))
-    assert found == [(1, {"a": 1}), (4, {"b": "é"}), (5, {"c": 3})]
+    entry = lambda mark: json.dumps({"env": SMALL_SHOP, "actions": [], "mark": mark}).encode()  # noqa: E731
+    log.write_bytes(entry("a") + b"\n\n  \n" + entry("\u00e9").replace(b"\\u00e9", b"\xc3\xa9") + b"\r\n" + entry("c"))
+    found = [(line.number, json.loads(read_line(log, line))["mark"]) for line in checked_lines(log)]
+    assert found == [(1, "a"), (4, "\u00e9"), (5, "c")]
