@@ -15,7 +15,7 @@ from its run directory, a finished phase is skipped), every command is kept in `
 exit code, wall and CPU seconds (the process and all it waited for: servers included), and the figures go
 to ``WORK/figures.json`` (``--json`` copies them, e.g. to docs/real-model.json).
 
-Run it with the Python of an environment with the [train], [pretrained] and [cpu-serve] extras:
+Run it with the Python of an environment with the [cpu] extra (docs/real-model.md, Install; not [train]):
 
     python benchmarks/real_model_cpu.py --work runs/real-model --json docs/real-model.json
     python benchmarks/real_model_cpu.py --work runs/real-model --phases table      # the table again
