@@ -51,7 +51,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from envsim.construction.traced_labelling import RecordingCollection
 from envsim.delta import DeltaTooLarge, canonical_json, compute_delta, strictly_equal
 from envsim.envs.base import Environment, StateError, json_copy
-from envsim.envs.sandbox import call_tool
+from envsim.envs.sandbox import call_tool, is_return_error
 from envsim.envs.sandbox.executor import MAX_STATE_VALUES, _check_observation_size, check_json_state, check_size, execute
 from envsim.envs.shown import env_version
 from envsim.records import Action, Transition
@@ -318,6 +318,8 @@ class EpisodeLabeller:
         self._pending = {}
         try:
             observation = call_tool(env, action)
+            if is_return_error(observation):  # labelled by the executor: a failure on the given state
+                raise _Untraceable("return value has no JSON form")
             after = self._attributes(inner, codec)
             changes = self._changes(state, after)
         except (StateError, TypeError, ValueError, RecursionError) as exc:

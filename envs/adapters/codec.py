@@ -18,8 +18,9 @@ so an adapter encodes the instance after every call and decodes the JSON before 
 
 Conversions are applied to top-level attributes on decode; nested sets or integer keys need a codec of
 their own. ``to_json_value(value, strict=False)`` is also used for observations, where it is lenient:
-numbers of other types (``mpmath.mpf``, ``Decimal``, ``Fraction``, numpy scalars) become floats; any other
-object fails the call (its ``str`` is never called: the code may be untrusted).
+numbers of other types (``mpmath.mpf``, ``Decimal``, ``Fraction``, numpy scalars) become floats; pydantic models,
+dataclasses, Enums and dates become JSON by the rule of ``envsim.envs.returns``; any other object fails the call
+with ``ReturnValueError`` (its ``str`` is never called: the code may be untrusted).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
 from envsim.envs.base import StateError
+from envsim.envs.returns import ReturnValueError, json_form
 
 
 HOOK_HINT = ("give the adapter an encode/decode hook for this class "
@@ -94,8 +96,11 @@ def to_json_value(value: Any, path: str = "", *, strict: bool = True) -> Any:
     if isinstance(value, (Decimal, Fraction)) or type(value).__module__.split(".")[0] in _NUMBER_MODULES:
         number = float(value)
         return number if math.isfinite(number) else str(number)
+    converted, plain = json_form(value, path)  # models, dataclasses, Enums, dates (envs/returns.py)
+    if converted:
+        return to_json_value(plain, path, strict=False)
     # No str()/repr() of unknown objects: their code may be untrusted. The tool call fails instead.
-    raise TypeError(f"tool returned a non-JSON value at {path or '/'} ({type(value).__name__})")
+    raise ReturnValueError(f"tool returned a non-JSON value at {path or '/'} ({type(value).__name__})")
 
 
 def _json_like(value: Any) -> bool:

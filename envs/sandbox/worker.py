@@ -51,8 +51,13 @@ PREIMPORTED = (
 )
 HEAVY_OPTIONAL = ("numpy", "pandas", "pydantic", "polars", "pyarrow", "scipy", "torch", "orjson")
 # Of those, the ones a set-up may ask for (``"packages"``): imported before confinement, with their lazily
-# imported parts, so the class may use them. Shown code of object-model environments imports pydantic.
-REQUESTABLE = ("pydantic",)
+# imported parts, so the class may use them. Shown code of object-model environments imports pydantic; a
+# SQLite-backed service imports sqlite3 (in-memory databases only: ``_guard_sqlite``). The parent may also name
+# third-party packages the user's own environment imports (``envsim.envs.sandbox.packages``): the worker
+# imports every name it is given that is not forbidden.
+REQUESTABLE = ("pydantic", "sqlite3")
+#: The only database a sandboxed ``sqlite3.connect`` opens.
+SQLITE_MEMORY = ":memory:"
 # Removed from sys.modules in a call child: importing one again is a violation.
 FORBIDDEN_MODULES = ("subprocess", "_posixsubprocess", "socket", "_socket", "select", "selectors", "ctypes",
                      "_ctypes", "multiprocessing", "_multiprocessing", "pty", "tty", "fcntl", "mmap", "resource",
@@ -272,10 +277,43 @@ def _warm_pydantic() -> None:
     pydantic.TypeAdapter(list[_Inner]).validate_python([])
 
 
+def _guard_sqlite() -> None:
+    """Make ``sqlite3`` open in-memory databases only: ``connect`` refuses any other name (a file, a URI) and
+    every connection it makes refuses ``ATTACH``/``DETACH`` and ``load_extension`` (an authorizer) and keeps
+    temporary tables in memory. The tripwire reports a connection to anything else and any extension loading
+    (audit events), and Landlock and seccomp refuse every path whatever the SQL does: three layers."""
+    import sqlite3
+
+    original = sqlite3.connect
+    deny, allow = sqlite3.SQLITE_DENY, sqlite3.SQLITE_OK
+    refused = {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH}
+    function = sqlite3.SQLITE_FUNCTION
+
+    def authorize(action: int, first: Any, second: Any, database: Any, trigger: Any) -> int:
+        if action in refused or (action == function and second == "load_extension"):
+            return deny
+        return allow
+
+    def connect(database: Any = SQLITE_MEMORY, *args: Any, **kwargs: Any) -> Any:
+        if type(database) is not str or database != SQLITE_MEMORY:
+            raise sqlite3.OperationalError("only an in-memory database (':memory:') can be opened in the sandbox")
+        kwargs.pop("uri", None)
+        connection = original(SQLITE_MEMORY, *args, **kwargs)
+        connection.set_authorizer(authorize)
+        connection.execute("PRAGMA temp_store = MEMORY")
+        return connection
+
+    connect.__doc__ = original.__doc__
+    sqlite3.connect = connect
+    sqlite3.dbapi2.connect = connect
+
+
 def _prepare(setup: dict[str, Any]) -> dict[str, Any]:
     import importlib
 
-    wanted = tuple(p for p in setup.get("packages") or () if p in REQUESTABLE)
+    named = tuple(p for p in setup.get("packages") or () if isinstance(p, str) and p.isidentifier()
+                  and p not in FORBIDDEN_MODULES)
+    wanted = tuple(p for p in named if p in REQUESTABLE or p not in PREIMPORTED)
     sys.meta_path.insert(0, _SkipHeavyOptional(wanted))
     for name in PREIMPORTED:
         try:
@@ -287,6 +325,17 @@ def _prepare(setup: dict[str, Any]) -> dict[str, Any]:
             _warm_pydantic()
         except ImportError:
             pass  # not installed: the class's import of it is refused in the call, with that reason
+    if "sqlite3" in wanted:
+        try:
+            _guard_sqlite()
+        except ImportError:
+            pass
+    for name in wanted:  # third-party packages the user's environment imports (the parent chose them)
+        if name not in REQUESTABLE:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - not importable here: the class's import is refused in the call
+                pass
     from envsim.envs.sandbox import confine
     from envsim.envs.adapters.foreign import wrap_class
     from envsim.envs.sandbox.calling import call_in_process
@@ -602,7 +651,7 @@ def _tripwire(out: int, nonce: str, envsim_dir: str) -> Any:
              rewrites: tuple[str, ...] = _REWRITES, guarded: tuple[str, ...] = _GUARDED_DEFAULTS,
              function: type = type(_violation), forbidden: tuple[str, ...] = FORBIDDEN_MODULES,
              envsim_dir: str = envsim_dir, split: Any = str.split, startswith: Any = str.startswith,
-             type_: Any = type) -> None:
+             type_: Any = type, memory: str = SQLITE_MEMORY) -> None:
         if event == "open":
             report(f"file access ({shown(args[0]) if args else '?'}, mode {shown(args[1]) if len(args) > 1 else 'r'})",
                    *channel)
@@ -610,6 +659,11 @@ def _tripwire(out: int, nonce: str, envsim_dir: str) -> Any:
             name = args[0] if args and type_(args[0]) is str else "?"
             if split(name, ".")[0] in forbidden:
                 report(f"{name} (import of a forbidden module)", *channel)
+        elif event == "sqlite3.connect":
+            if not (args and type_(args[0]) is str and args[0] == memory):
+                report(f"a SQLite database other than {memory} ({shown(args[0]) if args else '?'})", *channel)
+        elif startswith(event, "sqlite3.") and "load_extension" in event:
+            report(f"{event} (loading a SQLite extension)", *channel)
         elif startswith(event, flagged):
             report(event, *channel)
         elif event == "sys._getframe":

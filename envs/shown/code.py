@@ -40,9 +40,10 @@ from envsim.envs.shown.render import Piece, render_module
 from envsim.envs.shown.source import constant_source, tool_code
 from envsim.envs.shown.follow import (ToolSourceNotFound, attribute_classes, delegated_function, owner_class,
                                        running_function)
-from envsim.envs.shown.names import (alias_of, bound_names, class_node, import_text, imported_module,
-                                      is_data_class, is_runner_module, is_user_module, member_statements,
-                                      module_source, own_members, real_name, statement_text, top_level_bindings)
+from envsim.envs.shown.names import (alias_of, always_kept_members, bound_names, class_node, import_text,
+                                      imported_module, is_data_class, is_runner_module, is_user_module,
+                                      member_statements, module_source, own_members, real_name, statement_text,
+                                      top_level_bindings)
 
 __all__ = ["ENTRY_LINE", "MAX_DEFINITIONS", "shown_tool_code"]
 
@@ -70,6 +71,7 @@ class _Follower:
         self.results: dict[tuple[str, str], str | None] = {}   # (module, name) -> the name it is shown under
         self.done: set[tuple[str, str]] = set()
         self.instantiated: set[type] = set()
+        self.data_classes: set[type] = set()     # shown with their fields; their plain methods where reached
         self.attr_calls: set[str] = set()
         self.namespaces: dict[str, Any] = {}     # name -> module of the user's code shown as a namespace
 
@@ -251,7 +253,8 @@ class _Follower:
         if not self._claim(cls.__name__, key):
             return None
         scope = vars(sys.modules[cls.__module__])
-        whole = is_data_class(cls) if whole is None else whole
+        data = is_data_class(cls) if whole is None else False
+        whole = bool(whole)
         self.classes[cls] = key
         if whole:
             refs = class_level_refs(node)
@@ -259,6 +262,17 @@ class _Follower:
                                       set(refs.names), cls=cls)
             self._follow_refs(refs, cls.__module__, scope, context=cls)
             for stmt in node.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    self._follow_refs(function_refs(stmt), cls.__module__, scope, context=cls)
+        elif data:  # fields, validators, dunders; plain methods (load/dump helpers) only where the call reaches
+            kept = always_kept_members(node)
+            stmts = [s for s in node.body if set(bound_names(s)) & set(kept)]
+            refs = class_level_refs(node, members=stmts)
+            self.pieces[key] = Piece(key, "partial", cls.__module__, node.lineno, needs=set(refs.names), cls=cls,
+                                      node=node, members=list(kept))
+            self.data_classes.add(cls)
+            self._follow_refs(refs, cls.__module__, scope, context=cls)
+            for stmt in stmts:
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     self._follow_refs(function_refs(stmt), cls.__module__, scope, context=cls)
         else:
@@ -365,7 +379,7 @@ class _Follower:
                      if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
         if stmt is None:
             return None
-        cells = dict(zip(fn.__code__.co_freevars, [c.cell_contents for c in fn.__closure__ or ()]))
+        cells = _closure(fn)
         arguments = []
         for param in [*stmt.args.posonlyargs, *stmt.args.args]:
             if param.arg not in cells:
@@ -376,14 +390,39 @@ class _Follower:
             arguments.append(expression)
         if self.use_name(module, factory_name, fn.__globals__) is None:
             return None
-        self._follow_refs(function_refs(stmt), module, fn.__globals__, context=context)
+        refs = function_refs(stmt)
+        self._follow_refs(refs, module, fn.__globals__, context=context)
+        # by-name dispatch: getattr(toolkit, name) with name bound in the closure reads like toolkit.<its value>
+        named = [(holder, cells[variable]) for holder, _, variable in refs.lookups
+                 if variable in cells and isinstance(cells[variable], str)]
+        self._follow_lookups(named, fn.__globals__, context)
         return f"{factory_name}({', '.join(arguments)})"
 
     # -- references -------------------------------------------------------------------------------
+    def _follow_lookups(self, lookups: list[tuple[tuple[str, ...] | None, str]], scope: dict[str, Any],
+                        context: type | None) -> None:
+        """``getattr(receiver, "name")``: the member ``name`` of the receiver's class where it is known (``self``,
+        ``self.<attr>`` set to a class instance, a class by name); else ``name`` is a method called on some object
+        (shown on the classes the code builds, see ``settle``)."""
+        attributes = attribute_classes(context) if context is not None else {}
+        for holder, name in lookups:
+            self.attr_calls.add(name)
+            target: Any = None
+            if holder == ("self",):
+                target = context
+            elif holder is not None and len(holder) == 2 and holder[0] == "self":
+                target = attributes.get(holder[1])
+            elif holder is not None and len(holder) == 1:
+                target = scope.get(holder[0])
+            if inspect.isclass(target) and is_user_module(target.__module__) and self.use_class(target) is not None:
+                self.use_member(target, name)
+
     def _follow_refs(self, refs: Refs, module: str, scope: dict[str, Any], context: type | None) -> None:
         for name in sorted(refs.names):
             self.use_name(module, name, scope)
         self.attr_calls |= refs.attr_calls
+        self._follow_lookups([(holder, name) for holder, name, _ in refs.lookups if name is not None], scope,
+                             context)
         for name in sorted(refs.called):
             value = scope.get(name)
             if inspect.isclass(value) and value in self.classes:
@@ -426,7 +465,7 @@ class _Follower:
         changed = True
         while changed:
             changed = False
-            for cls in sorted(self.instantiated, key=lambda c: c.__qualname__):
+            for cls in sorted(self.instantiated | self.data_classes, key=lambda c: c.__qualname__):
                 piece = self.pieces[self.classes[cls]]
                 for name in sorted(self.attr_calls & own_members(cls)):
                     if piece.kind == "partial" and name not in piece.members:
@@ -447,6 +486,17 @@ def _state_class(env_class: type) -> type:
     """The class whose instance holds the state: the wrapped class of an adapter, else the environment class."""
     foreign = env_class.__dict__.get("_foreign") or getattr(env_class, "_foreign", None)
     return foreign if inspect.isclass(foreign) and foreign is not object else env_class
+
+
+def _closure(fn: Any) -> dict[str, Any]:
+    """A function's closure cells by variable name (empty cells left out)."""
+    cells: dict[str, Any] = {}
+    for variable, cell in zip(getattr(fn, "__code__", None).co_freevars, getattr(fn, "__closure__", None) or ()):
+        try:
+            cells[variable] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    return cells
 
 
 def _tool_class_of(method: Callable[..., Any]) -> type | None:

@@ -89,7 +89,9 @@ def bound_names(stmt: ast.stmt) -> list[str]:
         return [a.asname or a.name.split(".")[0] for a in stmt.names if a.name != "*"]
     if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        # ``Env.tool = ...`` and ``table[key] = ...`` bind no name (the Name in them is read)
+        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and
+                isinstance(n.ctx, (ast.Store, ast.Del))]
     if isinstance(stmt, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
         inner = [s for field in ("body", "orelse", "finalbody") for s in getattr(stmt, field, [])]
         inner += [s for handler in getattr(stmt, "handlers", []) for s in handler.body]
@@ -186,6 +188,28 @@ def class_node(cls: type) -> tuple[ModuleSource, ast.ClassDef] | None:
             return None
         body = node.body
     return (source, node) if node is not None else None
+
+
+#: Decorators that do not make a method run by itself (a method under them runs only when called).
+_PLAIN_DECORATORS = ("classmethod", "staticmethod")
+
+
+def always_kept_members(node: ast.ClassDef) -> list[str]:
+    """The members of a data class that run or shape it without being called by name: fields, constants, nested
+    classes, dunder methods (``__post_init__``, ``__lt__``) and decorated methods (validators, properties,
+    computed fields). Its plain methods (``load``, ``dump``, ``to_row``) are shown only where the call reaches
+    them."""
+    kept: list[str] = []
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            decorators = [d.func if isinstance(d, ast.Call) else d for d in stmt.decorator_list]
+            named = {d.id if isinstance(d, ast.Name) else d.attr if isinstance(d, ast.Attribute) else "?"
+                     for d in decorators}
+            if (stmt.name.startswith("__") and stmt.name.endswith("__")) or named - set(_PLAIN_DECORATORS):
+                kept.append(stmt.name)
+        else:
+            kept += [n for n in bound_names(stmt) if n not in kept]
+    return kept
 
 
 def member_statements(node: ast.ClassDef, name: str) -> list[ast.stmt]:

@@ -20,6 +20,10 @@ class Refs:
     called: set[str] = field(default_factory=set)           # Name(...) called
     super_calls: set[str] = field(default_factory=set)      # super().X
     attr_calls: set[str] = field(default_factory=set)       # x.name(...) on anything but self
+    #: ``getattr(receiver, name)``: (the receiver's dotted name or ``None``, the attribute's name as a string
+    #: constant, or the variable holding it: a by-name dispatch ``getattr(toolkit, name)``, ``name`` bound in a
+    #: closure) as ``(receiver, constant, variable)``
+    lookups: list[tuple[tuple[str, ...] | None, str | None, str | None]] = field(default_factory=list)
 
 
 def local_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -67,6 +71,8 @@ def scan(nodes: list[ast.AST], refs: Refs, selves: set[str], local: set[str]) ->
                 refs.chains.append(chain)
             if isinstance(sub.func, ast.Name):
                 refs.called.add(sub.func.id)
+                if sub.func.id in ("getattr", "hasattr") and len(sub.args) >= 2:
+                    _lookup(sub.args[0], sub.args[1], refs, selves)
             elif isinstance(sub.func, ast.Attribute):
                 receiver = sub.func.value
                 if (isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name)
@@ -74,6 +80,21 @@ def scan(nodes: list[ast.AST], refs: Refs, selves: set[str], local: set[str]) ->
                     refs.super_calls.add(sub.func.attr)
                 elif not (isinstance(receiver, ast.Name) and receiver.id in selves):
                     refs.attr_calls.add(sub.func.attr)
+
+
+def _lookup(receiver: ast.expr, name: ast.expr, refs: Refs, selves: set[str]) -> None:
+    """Record ``getattr(receiver, name)``: a constant name reads like ``receiver.name``; a variable name is kept
+    for the caller that knows its value (a closure cell)."""
+    chain = dotted_name(receiver)
+    holder = tuple(("self" if chain[0] in selves else chain[0], *chain[1:])) if chain else None
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        refs.lookups.append((holder, name.value, None))
+        if holder == ("self",):
+            refs.self_attrs.add(name.value)
+        else:
+            refs.attr_calls.add(name.value)
+    elif isinstance(name, ast.Name):
+        refs.lookups.append((holder, None, name.id))
 
 
 def function_refs(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Refs:

@@ -14,7 +14,8 @@ How the shown code becomes a module (the conventions a Python reader of the prom
   ``invoke(state, **arguments)``, the state being the dict ``data``;
 * module-shaped tool code (``envsim.envs.shown.code``: imports, models, helpers, classes, ending with
   ``# The call runs Class.tool on an object whose public attributes are the state.``) runs as shown; that class,
-  made without ``__init__``, gets the state's keys as attributes (code importing pydantic gets it in the sandbox);
+  made without ``__init__``, gets the state's keys as attributes (code importing pydantic, sqlite3 or a
+  third-party package the user's environment imports gets it in the sandbox: ``envs.sandbox.packages``);
   a dict the view's notes say the call counts gets stand-ins up to that number (``executor_stand_ins``); a list
   the notes say is shown in part runs as the list of its shown records, and the patch is mapped back to
   full-state indices (``envs.views.partial_lists``);
@@ -178,12 +179,13 @@ def _envsim_catch_prompt_tool_error(method, tool_error=_envsim_prompt_tool_error
 
 
 def _imported_packages(tree: ast.Module) -> list[str]:
-    """Optional packages (``envsim.envs.sandbox.REQUESTABLE``) the code imports."""
-    from envsim.envs.sandbox import REQUESTABLE
+    """Packages the code imports that a worker may load before it confines itself (``sqlite3``, ``pydantic`` and
+    the third-party packages the user's own environment imports: ``envsim.envs.sandbox.allowed_packages``)."""
+    from envsim.envs.sandbox import allowed_packages
 
     tops = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     tops |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level}
-    return sorted(tops & set(REQUESTABLE))
+    return sorted(tops & set(allowed_packages()))
 
 
 def _decorator_name(node: ast.expr) -> str:

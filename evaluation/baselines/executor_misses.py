@@ -11,10 +11,12 @@ given one cause:
 | ``state_rendered_differently`` | the tool read a state other than the one shown: a view that leaves out a path the call reads, or an object the prompt's JSON renders in another form (private attributes, non-string keys, objects) |
 | ``outside_prompt`` | the shown code on the shown state gives another answer: the output depends on something the prompt does not show |
 | ``sandbox_refusal`` | the sandbox refused the code (a forbidden operation, a time, memory or size limit) |
+| ``sandbox_import`` | the code imports a module the sandbox does not load (``envs.sandbox.packages``): the sandbox's miss, not the prompt's |
 | ``prompt_unreadable`` | the prompt could not be read back (a bug of the reader or a malformed prompt) |
 | ``bad_record`` | the record nests past what EnvSim's own code handles (``RecursionError``): not classified further |
 
-Decision order (first that applies): the executor's own status (unreadable, no code, refusal); an undefined
+Decision order (first that applies): the executor's own status (unreadable, no code, a module the sandbox does not
+load, refusal); an undefined
 name (``NameError``, or ``AttributeError`` on a method the code calls on ``self``); the state (a view re-run on
 the record's full state gives the truth, the environment's object differs from the JSON state, or the code reads
 an attribute the shown state lacks); otherwise ``outside_prompt``.
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 CAUSES = ("code_not_shown", "name_not_defined", "state_rendered_differently", "outside_prompt", "sandbox_refusal",
+          "sandbox_import",
           "prompt_unreadable", "bad_record")
 MISSES_FILE = "executor_misses.json"
 _NAME_ERROR = re.compile(r"NameError: name '([^']+)' is not defined")
@@ -44,6 +47,8 @@ _ATTRIBUTE_ERROR = re.compile(r"AttributeError: '[^']+' object has no attribute 
 #: definition), or the executor could not diff the next state it got. Every other ``SandboxError`` is a refusal
 #: (a forbidden operation, a time, memory or size limit, a missing confinement layer, a worker that died).
 _NOT_REFUSALS = ("untrusted environment failed:", "the next state cannot be diffed")
+#: What the sandbox says of a module it does not hold (``worker._RefuseImports``, ``_refuse_module_builder``).
+_SANDBOX_IMPORT = re.compile(r"(?:module '[^']+'|building a module) is not available in the sandbox")
 
 
 def _error_text(execution: Any) -> str:
@@ -121,6 +126,8 @@ def classify(record: dict[str, Any], execution: Any) -> tuple[str, str]:
     if status == "pomdp":
         return "prompt_unreadable", execution.detail
     error = _error_text(execution)
+    if _SANDBOX_IMPORT.search(error):
+        return "sandbox_import", f"the sandbox does not load what the shown code imports: {error[:200]}"
     if status == "sandbox" and _is_refusal(error):
         return "sandbox_refusal", error
     name = _NAME_ERROR.search(error)

@@ -394,5 +394,7 @@ class _ReturnsObject:
 def test_unknown_objects_in_observations_fail_the_call_without_being_stringified():
     env = wrap_class(_ReturnsObject, load="scenario", initial_states=[{}])
     t = execute(env, env.sample_state(0), {"name": "make", "arguments": {}})
-    assert t.outcome == "change" and t.next_state == {"calls": 1}               # what it mutated stays
+    # a return value with no JSON form is a labelled failure on the given state, never a change (issue 53, item 4)
+    assert t.outcome == "failure" and t.next_state == {"calls": 0}
+    assert t.observation["error"].startswith("ReturnValueError: ")
     assert "non-JSON value at /thing (_Opaque)" in t.observation["error"]
