@@ -6,6 +6,13 @@ tokenizer, since the hash covers the token ids) gets the llama.cpp pre-tokenizer
 ``tokenizer.json`` describes exactly (``pre_tokenizer_type``; anything else still fails as before), and a
 byte-level BPE is never read as a SentencePiece-style vocabulary (``is_byte_level_bpe``).
 
+The converter never runs code shipped in a checkpoint: several of its model classes load the tokenizer with
+``trust_remote_code=True``, which makes transformers import Python files of the checkpoint named by its
+``auto_map``. ``refuse_remote_code`` replaces the functions of ``transformers.dynamic_module_utils`` that fetch
+and import such code (and the decision to trust it) before the converter starts, so a checkpoint that needs its
+own code fails to convert, naming it (``gguf_snapshot`` refuses one declaring ``auto_map`` before this process
+starts; this is the second wall).
+
 ``quantize SOURCE OUTFILE TYPE`` quantises a GGUF file with ``llama_model_quantize`` (TYPE: a
 ``LLAMA_FTYPE_MOSTLY_*`` suffix such as ``Q4_0``)."""
 
@@ -75,9 +82,55 @@ def pre_tokenizer_type(tokenizer: dict[str, Any]) -> str | None:
     return None
 
 
+class RemoteCodeRefused(RuntimeError):
+    """The checkpoint asked transformers to import code it ships (``auto_map``); EnvSim never runs it."""
+
+
+#: The functions of ``transformers.dynamic_module_utils`` through which code of a checkpoint is imported.
+_CODE_PATHS = ("get_class_from_dynamic_module", "get_class_in_module", "get_cached_module_file")
+
+
+def refuse_remote_code() -> None:
+    """Make transformers refuse to import code of a model (``trust_remote_code`` decided ``False`` whatever the
+    caller passed; the functions that would import it raise ``RemoteCodeRefused``), in this process, also in the
+    modules that imported those functions by name before this call."""
+    import transformers.dynamic_module_utils as dynamic
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        named = next((str(a) for a in args if isinstance(a, (str, Path))), "")
+        raise RemoteCodeRefused(f"the checkpoint asks to run its own code ({named[:200]}); EnvSim never runs code "
+                                "shipped in a checkpoint (trust_remote_code is off)")
+
+    def never_trust(trust_remote_code: Any, model_name: Any, has_local_code: Any, has_remote_code: Any,
+                    *args: Any, **kwargs: Any) -> bool:
+        if has_remote_code and not has_local_code:
+            raise RemoteCodeRefused(f"{model_name} needs its own code to load; EnvSim never runs code shipped in a "
+                                    "checkpoint (trust_remote_code is off)")
+        return False
+
+    originals = {name: getattr(dynamic, name) for name in _CODE_PATHS if hasattr(dynamic, name)}
+    original_resolve = getattr(dynamic, "resolve_trust_remote_code", None)
+    for name in originals:
+        setattr(dynamic, name, refused)
+    if original_resolve is not None:
+        dynamic.resolve_trust_remote_code = never_trust
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("transformers") or module is None or module is dynamic:
+            continue
+        names = getattr(module, "__dict__", {})  # never getattr: transformers' lazy modules would import on it
+        for name, original in originals.items():
+            if names.get(name) is original:
+                setattr(module, name, refused)
+        if original_resolve is not None and names.get("resolve_trust_remote_code") is original_resolve:
+            module.resolve_trust_remote_code = never_trust
+
+
 def convert(converter: Path, arguments: list[str]) -> None:
-    """Run ``convert_hf_to_gguf.py`` with ``arguments``, its pre-tokenizer check extended by ``pre_tokenizer_type``."""
+    """Run ``convert_hf_to_gguf.py`` with ``arguments``, its pre-tokenizer check extended by ``pre_tokenizer_type``
+    and no code of the checkpoint ever imported (``refuse_remote_code``)."""
     import runpy
+
+    refuse_remote_code()
 
     sys.path[:0] = [str(converter / "gguf-py"), str(converter)]
     from conversion import base  # type: ignore[import-not-found]  # the converter's package, on sys.path now

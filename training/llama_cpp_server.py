@@ -15,6 +15,17 @@ server). Each ``{}`` in a schema position becomes ``{"type": [every JSON type]}`
 any value. Every flag of
 ``python -m llama_cpp.server`` is accepted (its own argument parser builds the settings).
 
+Three more things happen in front of llama-cpp-python's app, for ``envsim serve``:
+
+* **Request size**: llama-cpp-python's server reads any body whole (a 190 MB request crashed it). A request body
+  larger than ``$ENVSIM_MAX_REQUEST_BYTES`` (default ``DEFAULT_MAX_REQUEST_BYTES``, 4 MiB: a prompt of the longest
+  context llama.cpp serves here is well under 1 MiB) is answered with HTTP 413 before the app sees it.
+* **Identity**: ``GET /envsim/nonce`` answers ``$ENVSIM_SERVE_NONCE``, so ``envsim serve`` knows that the server
+  answering on its port is the one it started, not another one already there.
+* **API key**: ``$ENVSIM_SERVE_API_KEY`` (read once and removed from the environment) becomes the server's
+  ``api_key``: every request then needs ``Authorization: Bearer KEY``; it is never on the command line, where
+  other users of the machine could read it.
+
     python -m envsim.training.llama_cpp_server --model M.gguf --n_threads 1 --port 8000
 """
 
@@ -22,12 +33,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any, Awaitable, Callable
 
 Message = dict[str, Any]
 ASGIApp = Callable[[Message, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 
 
+#: The largest request body passed on to llama-cpp-python (``$ENVSIM_MAX_REQUEST_BYTES`` overrides it).
+DEFAULT_MAX_REQUEST_BYTES = 4 << 20
+NONCE_PATH = "/envsim/nonce"
 #: JSON Schema's "any value", spelled so that llama-cpp-python's grammar converter reads it as such.
 ANY_VALUE: dict[str, Any] = {"type": ["object", "array", "string", "number", "boolean", "null"]}
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
@@ -73,25 +88,45 @@ def translated_body(raw: bytes) -> bytes:
 
 
 class JsonSchemaFormat:
-    """ASGI middleware: chat-completion request bodies pass through ``translated_body``."""
+    """ASGI middleware: request bodies larger than ``max_request_bytes`` refused (HTTP 413), chat-completion bodies
+    passed through ``translated_body``, and ``GET /envsim/nonce`` answered with ``nonce`` (when one is set)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, nonce: str | None = None
+                 ) -> None:
         self.app = app
+        self.max_request_bytes = max_request_bytes
+        self.nonce = nonce
 
     async def __call__(self, scope: Message, receive: Callable[[], Awaitable[Message]],
                        send: Callable[[Message], Awaitable[None]]) -> None:
-        if scope.get("type") != "http" or scope.get("method") != "POST" or \
-                not str(scope.get("path", "")).endswith("/chat/completions"):
+        if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        chunks, more = [], True
+        if self.nonce and scope.get("method") == "GET" and scope.get("path") == NONCE_PATH:
+            await _answer(send, 200, {"nonce": self.nonce})
+            return
+        declared = next((v for k, v in scope.get("headers", []) if k.lower() == b"content-length"), None)
+        if declared is not None and declared.isdigit() and int(declared) > self.max_request_bytes:
+            await _too_large(send, self.max_request_bytes)
+            return
+        if scope.get("method") not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        chunks, more, size = [], True, 0
         while more:
             message = await receive()
             if message.get("type") != "http.request":  # the client went away: nothing to answer
                 return
-            chunks.append(message.get("body", b""))
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_request_bytes:
+                await _too_large(send, self.max_request_bytes)
+                return
+            chunks.append(chunk)
             more = bool(message.get("more_body"))
-        body = translated_body(b"".join(chunks))
+        body = b"".join(chunks)
+        if str(scope.get("path", "")).endswith("/chat/completions"):
+            body = translated_body(body)
         replayed = False
 
         async def replay() -> Message:
@@ -106,6 +141,19 @@ class JsonSchemaFormat:
         await self.app({**scope, "headers": headers}, replay, send)
 
 
+async def _answer(send: Callable[[Message], Awaitable[None]], status: int, payload: dict[str, Any]) -> None:
+    data = json.dumps(payload).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": data})
+
+
+async def _too_large(send: Callable[[Message], Awaitable[None]], limit: int) -> None:
+    await _answer(send, 413, {"error": {"message": f"request body larger than {limit} bytes (ENVSIM_MAX_REQUEST_BYTES)",
+                                        "type": "invalid_request_error"}})
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse ``python -m llama_cpp.server``'s flags, build its app, serve it behind ``JsonSchemaFormat``."""
     import uvicorn
@@ -117,8 +165,13 @@ def main(argv: list[str] | None = None) -> None:
     add_args_from_model(parser, Settings)
     args = parser.parse_args(argv)
     server = parse_model_from_args(ServerSettings, args)
+    key = os.environ.pop("ENVSIM_SERVE_API_KEY", None)
+    if key:
+        server.api_key = key
     app = create_app(server_settings=server, model_settings=[parse_model_from_args(ModelSettings, args)])
-    uvicorn.run(JsonSchemaFormat(app), host=server.host, port=server.port)
+    limit = int(os.environ.get("ENVSIM_MAX_REQUEST_BYTES") or DEFAULT_MAX_REQUEST_BYTES)
+    uvicorn.run(JsonSchemaFormat(app, limit, os.environ.get("ENVSIM_SERVE_NONCE")), host=server.host,
+                port=server.port)
 
 
 if __name__ == "__main__":

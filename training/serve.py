@@ -1,28 +1,46 @@
 """Serve a model behind an OpenAI-compatible endpoint: ``vllm serve`` on GPU machines, llama.cpp
 (llama-cpp-python's server, on a GGUF file converted from the checkpoint) or ``transformers serve`` on CPU.
 ``start_server`` starts the server, waits until it answers a chat completion, and returns the base URL to
-pass to ``envsim eval --base-url``."""
+pass to ``envsim eval --base-url``.
+
+What it guards against: a port another server already answers on is refused before anything starts (else that
+server would pass the readiness check and be evaluated instead; the llama.cpp server also proves it is ours by a
+nonce); the server dies with the process that started it, however that ends (``process_guard``: ``kill -9`` of
+``envsim serve`` included); a server that stops before answering is reported with the last lines it wrote
+(``LOG_TAIL_LINES``, control characters escaped), with or without a log file; an API key (``api_key``) reaches
+llama.cpp and vLLM through their environment, never their command line."""
 
 from __future__ import annotations
 
+import collections
 import importlib.util
+import ipaddress
 import json
 import os
+import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import IO, Any, Literal
 
 Backend = Literal["auto", "vllm", "llama.cpp", "transformers"]
 BACKENDS: tuple[str, ...] = ("auto", "vllm", "llama.cpp", "transformers")
 #: llama.cpp's context length unless ``ctx`` says otherwise (prompt + answer tokens of one request).
 DEFAULT_CTX = 4096
+#: Lines of the server's output kept to show when it fails.
+LOG_TAIL_LINES = 30
+
+
+class ServerStartFailed(RuntimeError):
+    """The server could not be started or did not answer (the message says why, with its last log lines)."""
 
 
 def cuda_available() -> bool:
@@ -90,13 +108,48 @@ def find_executable(name: str) -> str | None:
     return sibling if os.access(sibling, os.X_OK) else None
 
 
+class LogTail:
+    """Reads a server's output in a thread: each line goes to the log file (when there is one) and the last
+    ``LOG_TAIL_LINES`` are kept to show on failure."""
+
+    def __init__(self, stream: IO[bytes], log: IO[bytes] | None) -> None:
+        self.lines: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
+        self.log = log
+        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        for raw in iter(stream.readline, b""):
+            if self.log is not None:
+                self.log.write(raw)
+                self.log.flush()
+            self.lines.append(raw.decode("utf-8", "replace").rstrip("\n")[:2000])
+        stream.close()
+        if self.log is not None:
+            self.log.close()
+
+    def text(self, wait: float = 2.0) -> str:
+        """The kept lines, control characters escaped (after up to ``wait`` seconds for the output to end)."""
+        from envsim.control_chars import escape_lines
+
+        self.thread.join(wait)
+        return escape_lines("\n".join(self.lines))
+
+
 @dataclass
 class RunningServer:
-    """A started server process and its base URL."""
+    """A started server process and its base URL (``tail``: its last output lines)."""
 
     process: subprocess.Popen
     base_url: str
     model: str
+    tail: LogTail | None = field(default=None, repr=False)
+
+    def exit_message(self) -> str:
+        """``server exited with code N``, then its last output lines."""
+        lines = self.tail.text() if self.tail is not None else ""
+        return (f"server exited with code {self.process.returncode}"
+                + (f"; its last lines:\n{lines}" if lines else " (it wrote nothing)"))
 
     def stop(self, timeout: float = 20.0) -> None:
         """Stop the server: SIGINT first (clean shutdown), SIGKILL after ``timeout`` seconds."""
@@ -112,11 +165,11 @@ class RunningServer:
             pass
 
 
-def answers(base_url: str, model: str, timeout: float = 10.0) -> bool:
+def answers(base_url: str, model: str, timeout: float = 10.0, api_key: str | None = None) -> bool:
     """Whether the endpoint answers a one-token chat completion."""
     body = json.dumps({"model": model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}).encode()
-    request = urllib.request.Request(f"{base_url}/chat/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
+    request = urllib.request.Request(f"{base_url}/chat/completions", data=body, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status == 200 and "choices" in json.loads(response.read() or b"{}")
@@ -124,52 +177,135 @@ def answers(base_url: str, model: str, timeout: float = 10.0) -> bool:
         return False
 
 
+def shows_nonce(base_url: str, nonce: str, timeout: float = 5.0) -> bool:
+    """Whether the server at ``base_url`` is the llama.cpp server started with ``nonce`` (``llama_cpp_server``)."""
+    from envsim.training.llama_cpp_server import NONCE_PATH
+
+    root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+    try:
+        with urllib.request.urlopen(f"{root}{NONCE_PATH}", timeout=timeout) as response:
+            return json.loads(response.read(4096) or b"{}").get("nonce") == nonce
+    except (urllib.error.URLError, OSError, ValueError, AttributeError):
+        return False
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def probe_host(host: str) -> str:
+    """The address to connect to for a server bound to ``host`` (the wildcard addresses: the loopback)."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host.strip("[]"))
+
+
+def port_answers(host: str, port: int, timeout: float = 1.0) -> bool:
+    """Whether something already accepts connections on ``host``:``port``."""
+    try:
+        with socket.create_connection((probe_host(host), port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def refuse_taken_port(host: str, port: int) -> None:
+    """``ServerStartFailed`` when ``host``:``port`` already answers: a server there (another model, an earlier
+    ``envsim serve``) would pass the readiness check and be evaluated in place of this one."""
+    if port_answers(host, port):
+        raise ServerStartFailed(f"port {port} on {host} already answers (another server is there): refusing to start "
+                                "a second one, whose readiness check that server would pass. Stop it, or choose "
+                                "another --port")
+
+
+def backend_environment(backend: str, api_key: str | None, nonce: str) -> dict[str, str]:
+    """The server's environment: the API key where the backend reads one (llama.cpp: ``llama_cpp_server``; vLLM:
+    ``VLLM_API_KEY``), the llama.cpp server's nonce."""
+    env = dict(os.environ)
+    env.pop("ENVSIM_SERVE_API_KEY", None)
+    if backend == "llama.cpp":
+        env["ENVSIM_SERVE_NONCE"] = nonce
+        if api_key:
+            env["ENVSIM_SERVE_API_KEY"] = api_key
+    elif backend == "vllm" and api_key:
+        env["VLLM_API_KEY"] = api_key
+    return env
+
+
 def start_server(model: str, backend: Backend = "auto", host: str = "127.0.0.1", port: int = 8000,
                  ready_timeout: float = 600.0, log_path: str | None = None, *, threads: int | None = None,
-                 quantize: str = "f16", ctx: int = DEFAULT_CTX,
-                 progress: Callable[[str], None] | None = None) -> RunningServer:
-    """Start the server and wait until it answers; raises ``RuntimeError`` with the log tail if it does not.
+                 quantize: str = "f16", ctx: int = DEFAULT_CTX, progress: Callable[[str], None] | None = None,
+                 api_key: str | None = None) -> RunningServer:
+    """Start the server and wait until it answers; raises ``ServerStartFailed`` (a ``RuntimeError``) with the
+    server's last output lines if it does not, or before anything starts when the port already answers.
 
     llama.cpp only: a checkpoint directory is converted to a GGUF file of type ``quantize`` first (cached; a
     ``.gguf`` file is served as it is), served with ``threads`` threads (``default_threads``) and a context of
     ``ctx`` tokens; ``progress`` receives the conversion's progress lines. The server answers to any model
-    name, ``model`` as given included (what ``envsim eval --model`` sends)."""
+    name, ``model`` as given included (what ``envsim eval --model`` sends); with ``api_key`` (llama.cpp, vLLM)
+    only requests that carry it."""
     backend = resolve_backend(backend)  # type: ignore[assignment]
+    if api_key and backend == "transformers":
+        raise ServerStartFailed("--api-key: transformers serve takes no API key; use --backend llama.cpp or vllm, or "
+                                "keep the server on 127.0.0.1 without one")
+    refuse_taken_port(host, port)
     if backend == "llama.cpp":
         if not llama_cpp_available():
             from envsim.training.gguf_convert import INSTALL_LINE
 
-            raise RuntimeError(f"--backend llama.cpp needs llama-cpp-python: {INSTALL_LINE}")
+            raise ServerStartFailed(f"--backend llama.cpp needs llama-cpp-python: {INSTALL_LINE}")
         from envsim.training.gguf_convert import GgufUnavailable, gguf_for
 
         try:
             gguf = gguf_for(model, quantize, progress=progress)
         except GgufUnavailable as exc:
-            raise RuntimeError(str(exc)) from None
+            raise ServerStartFailed(str(exc)) from None
         command = serve_command(str(gguf), backend, host, port, model, threads=threads, ctx=ctx)
+        refuse_taken_port(host, port)  # again: a conversion may take minutes
     else:
         command = serve_command(model, backend, host, port)
         executable = find_executable(command[0])
         if executable is None:
-            raise RuntimeError(f"{command[0]!r} not found: install vLLM (GPU) or the [train] extra "
-                               "(transformers serve)")
+            raise ServerStartFailed(f"{command[0]!r} not found: install vLLM (GPU) or the [train] extra "
+                                    "(transformers serve)")
         command[0] = executable
-    from envsim.safe_files import open_fresh
+    return _launch(command, backend, model, host, port, ready_timeout, log_path, api_key)
 
-    log = open_fresh(log_path) if log_path else subprocess.DEVNULL  # owned by the process; never through a link
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    server = RunningServer(process, f"http://{host}:{port}/v1", model)
+
+def _launch(command: list[str], backend: str, model: str, host: str, port: int, ready_timeout: float,
+            log_path: str | None, api_key: str | None) -> RunningServer:
+    """Start ``command`` (dying with this process), read its output, wait until it answers as ours."""
+    from envsim.safe_files import open_fresh
+    from envsim.training.process_guard import child_setup
+
+    nonce = secrets.token_hex(16)
+    log = open_fresh(log_path, "wb") if log_path else None  # never through a link
+    # llama.cpp's server is one process: SIGKILL; the others get SIGTERM, to stop the processes they started
+    death = signal.SIGKILL if backend == "llama.cpp" else signal.SIGTERM
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                               start_new_session=True, env=backend_environment(backend, api_key, nonce),
+                               preexec_fn=child_setup(death))
+    server = RunningServer(process, f"http://{host}:{port}/v1", model, LogTail(process.stdout, log))
     deadline = time.monotonic() + ready_timeout
     try:
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                tail = open(log_path).read()[-2000:] if log_path else ""
-                raise RuntimeError(f"server exited with code {process.returncode} before answering\n{tail}")
-            if answers(server.base_url, model):
+                raise ServerStartFailed(f"{server.exit_message()}\n(before answering)")
+            # llama.cpp: only the server showing this start's nonce counts (another one that took the port since
+            # the check above never passes for ours)
+            ours = backend != "llama.cpp" or shows_nonce(server.base_url, nonce)
+            if ours and answers(server.base_url, model, api_key=api_key):
                 return server
             time.sleep(1.0)
     except KeyboardInterrupt:  # Ctrl-C while it loads: the server (in its own session) goes too
         server.stop()
         raise
     server.stop()
-    raise RuntimeError(f"server did not answer within {ready_timeout:.0f} s")
+    lines = server.tail.text() if server.tail else ""
+    raise ServerStartFailed(f"server did not answer within {ready_timeout:.0f} s"
+                            + (f"; its last lines:\n{lines}" if lines else ""))
+

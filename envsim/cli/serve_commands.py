@@ -66,10 +66,19 @@ def training_settings(model: str) -> PromptSettings:
     return PromptSettings(**settings, notes=notes)
 
 
-def usage_lines(model: str, base_url: str) -> list[str]:
-    """``evaluate with: ...`` and ``simulate with: ...`` for ``model`` served at ``base_url``, then any notes."""
+#: How the printed commands pass the key of a server started with ``--api-key`` (never the key itself).
+KEY_OPTION = '--api-key "$ENVSIM_SERVE_API_KEY"'
+KEY_NOTE = ("note: the server answers only requests with the key given to serve --api-key: the commands read it "
+            "from $ENVSIM_SERVE_API_KEY (export it in the shell you run them from)")
+
+
+def usage_lines(model: str, base_url: str, keyed: bool = False) -> list[str]:
+    """``evaluate with: ...`` and ``simulate with: ...`` for ``model`` served at ``base_url``, then any notes;
+    ``keyed``: the server needs an API key, which the commands take from ``$ENVSIM_SERVE_API_KEY``."""
     settings = training_settings(model)
     common = ["--base-url", base_url, *settings.options()]
     evaluate = ["envsim", "eval", "--model", model, *common]
     simulate = ["envsim", "simulate", "--simulator", model, *common, "--env", EXAMPLE_ENV, "--out", "runs/simulate"]
-    return [f"evaluate with: {shlex.join(evaluate)}", f"simulate with: {shlex.join(simulate)}", *settings.notes]
+    key = f" {KEY_OPTION}" if keyed else ""
+    return [f"evaluate with: {shlex.join(evaluate)}{key}", f"simulate with: {shlex.join(simulate)}{key}",
+            *settings.notes, *([KEY_NOTE] if keyed else [])]

@@ -111,7 +111,7 @@ def test_start_server_without_llama_cpp_names_the_extra(monkeypatch):
 
 
 FAKE_LLAMA_SERVER = '''
-import json, sys
+import json, os, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 args = sys.argv[1:]
@@ -121,6 +121,13 @@ port, alias = int(args[args.index("--port") + 1]), args[args.index("--model_alia
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
+
+    def do_GET(self):  # llama_cpp_server's identity route
+        reply = json.dumps({"nonce": os.environ["ENVSIM_SERVE_NONCE"]})
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply.encode())
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
