@@ -51,7 +51,9 @@ SOURCES: dict[str, PretrainedSource] = {
 }
 
 #: What the conversion needs, as the install line the errors and docs show.
-INSTALL_LINE = 'pip install -e ".[pretrained]"'
+#: On a CPU machine [cpu] (which holds [pretrained]) with torch's CPU build; plain [pretrained] pulls PyPI's CUDA torch.
+INSTALL_LINE = ('pip install -e ".[cpu]" after torch\'s CPU build on a CPU machine (docs/real-model.md, Install), '
+                'pip install -e ".[pretrained]" with a GPU')
 
 
 class FetchFailed(RuntimeError):
