@@ -55,6 +55,11 @@ Contract
   full-state paths), with a note giving its length; the call runs on it as the list of its shown records and the
   patch is mapped back to full-state indices. ``len``, indexing and sorting see the list whole. A scan over a large
   list (a flight search over 320 flight objects) shows the records its first equality keeps, with the filter note.
+* **SQL** (``sql_reads.py``): a class whose tools read the state through SQLite (tables as top-level lists of rows
+  loaded into a database each call) is shown the rows its SQL reads, traced at construction with
+  ``sqlite3``'s trace callback and authorizer (the equalities of each statement's WHERE/ON, the rows they
+  reference by foreign key, the last row of a table it inserts into); the rows are stored on the record
+  (``view.rows``) so eval renders the same view, and verification widens as for any view.
 * **Verified at construction** (``verify.py``): for the user's own environments every view is run alone on the
   record it belongs to (a dict the call only counts gets stand-ins for the entries the view leaves out: keys no
   real entry has, each a copy of one left-out entry, so ``len`` counts right and a read of them still fails);

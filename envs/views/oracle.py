@@ -24,9 +24,11 @@ def record_schema(record: dict[str, Any]) -> dict[str, Any] | None:
 
 def view_of(record: dict[str, Any]) -> View:
     """The view of a record's call (from its state, action, code and schema only)."""
+    from envsim.envs.views.verify import record_rows
+
     action = record["action"]
     return compute_view(record["state"], action["name"], action.get("arguments") or {}, record.get("code") or "",
-                        record_schema(record))
+                        record_schema(record), rows=record_rows(record))
 
 
 def view_oracle_answer(record: dict[str, Any], run: Runner | None = None) -> dict[str, Any]:

@@ -33,10 +33,14 @@ class ViewCheck:
     widening: str | None   # None: the analysed view reproduced the record as it is
     verified: bool         # False: not even the whole state reproduced it
     problem: str = ""      # why the narrowest failing view failed ("" when the analysed view passed)
+    rows: dict[str, list[int]] | None = None  # the table rows the call's SQL read (``sql_reads``), when they did
 
     def to_json(self) -> dict[str, Any]:
-        """The record field ``view``."""
-        return {"widening": self.widening, "verified": self.verified}
+        """The record field ``view`` (``rows`` only when the view is the traced rows)."""
+        out: dict[str, Any] = {"widening": self.widening, "verified": self.verified}
+        if self.rows is not None:
+            out["rows"] = self.rows
+        return out
 
 
 def record_widening(record: dict[str, Any]) -> str | None:
@@ -46,21 +50,29 @@ def record_widening(record: dict[str, Any]) -> str | None:
     return widening if widening in WIDENINGS else None
 
 
+def record_rows(record: dict[str, Any]) -> dict[str, list[int]] | None:
+    """The traced table rows construction stored on a record (``view.rows``), if any."""
+    stored = record.get(VIEW_FIELD)
+    rows = stored.get("rows") if isinstance(stored, dict) else None
+    return rows if isinstance(rows, dict) else None
+
+
 def _schema(record: dict[str, Any]) -> dict[str, Any] | None:
     name = record["action"]["name"]
     return next((t for t in record.get("tools") or [] if t.get("function", t).get("name") == name), None)
 
 
-def view_with(record: dict[str, Any], widening: str | None) -> View:
-    """The view of a record's call (from its state, action, code and schema), widened to ``widening``."""
+def view_with(record: dict[str, Any], widening: str | None, rows: dict[str, list[int]] | None = None) -> View:
+    """The view of a record's call (from its state, action, code and schema), widened to ``widening`` (or the
+    traced table ``rows``)."""
     action = record["action"]
     return compute_view(record["state"], action["name"], action.get("arguments") or {}, record.get("code") or "",
-                        _schema(record), widening=widening)
+                        _schema(record), widening=widening, rows=rows)
 
 
 def stored_view(record: dict[str, Any]) -> View:
-    """The view construction verified for a record: the analysed view with the stored widening."""
-    return view_with(record, record_widening(record))
+    """The view construction verified for a record: the analysed view with the stored widening (or rows)."""
+    return view_with(record, record_widening(record), record_rows(record))
 
 
 def runnable_state(view: View, state: Any) -> Any:
@@ -124,9 +136,17 @@ def reproduction_problem(env_class: type, record: dict[str, Any], view_state: An
 
 
 def check_view(env_class: type, record: dict[str, Any]) -> ViewCheck:
-    """Verify the record's analysed view and widen it step by step until it reproduces the record."""
+    """Verify the record's analysed view and widen it step by step until it reproduces the record. A call of a
+    class that reads its state through SQLite is first shown the rows its SQL reads (``sql_reads``)."""
     problem = ""
     last = None
+    rows = _sql_rows(env_class, record)
+    if rows is not None:
+        view = view_with(record, None, rows)
+        found = reproduction_problem(env_class, record, *runnable(view, record["state"]))
+        if found is None:
+            return ViewCheck(None, True, "", rows)
+        problem = f"traced rows: {found}"
     for widening in (None, *WIDENINGS):
         view = view_with(record, widening)
         text = canonical_json(view.state)
@@ -138,6 +158,15 @@ def check_view(env_class: type, record: dict[str, Any]) -> ViewCheck:
             return ViewCheck(widening, True, problem)
         problem = problem or found
     return ViewCheck("state", False, problem)
+
+
+def _sql_rows(env_class: type, record: dict[str, Any]) -> dict[str, list[int]] | None:
+    """The rows the record's call reads through SQLite (``sql_reads.traced_rows``), for classes that use it."""
+    from envsim.envs.views.sql_reads import traced_rows, uses_sqlite
+
+    if not isinstance(record.get("state"), dict) or not uses_sqlite(env_class):
+        return None
+    return traced_rows(env_class, record["state"], record["action"])
 
 
 def verify_record_view(env_class: type, record: dict[str, Any]) -> ViewCheck:

@@ -346,16 +346,41 @@ def build_view(state: Any, needs: ReadNeeds) -> View:
     return view
 
 
+def rows_view(state: Any, rows: dict[str, list[int]]) -> View:
+    """The view holding, of each top-level table in ``rows`` (a list of rows), the rows at those indices (shown in
+    part as ``partial_lists`` describes), and every other top-level value whole: rows a call's SQL reads, traced
+    at the database at construction (``sql_reads``)."""
+    partial: dict[str, Any] = {}
+    full: set = set()
+    for key, value in state.items():
+        indices = rows.get(key)
+        if indices is not None and isinstance(value, list) and len(indices) < len(value):
+            partial[key] = {i: copy.deepcopy(value[i]) for i in indices}
+            full |= {(key, i) for i in indices}
+        else:
+            partial[key] = copy.deepcopy(value)
+            full.add((key,))
+    view = View(state=partial, full=full, shown=full | {(k,) for k in partial})
+    view.lists = {(k,): len(state[k]) for k in partial if (k,) not in full}
+    view.omissions.append("rows traced at the database: each table shows the rows the call's SQL reads (with the "
+                          "rows they reference and the last row of a table it inserts into)")
+    return view
+
+
 def compute_view(state: Any, tool_name: str, arguments: dict[str, Any], tool_source: str,
-                 schema: dict[str, Any] | None = None, widening: str | None = None) -> View:
+                 schema: dict[str, Any] | None = None, widening: str | None = None,
+                 rows: dict[str, list[int]] | None = None) -> View:
     """The view of ``state`` for the call ``tool_name(**arguments)``, from the tool's code and schema only.
 
     Never executes the call and never looks at a label: the tool's source is analysed statically and the
     state is only read to follow references and filter scans. ``schema`` (the OpenAI function schema) fills
     in arguments the call leaves out with their schema defaults. ``widening`` (one of ``WIDENINGS``, stored on
     a record as ``view_widening`` by construction's verification) widens the analysed view so that a record
-    renders exactly the view construction verified.
+    renders exactly the view construction verified. ``rows`` (stored as ``view.rows`` by the verification of a call
+    whose SQL was traced, ``sql_reads``) gives the view of those table rows instead of the analysed one.
     """
+    if rows is not None and not widening and isinstance(state, dict):
+        return rows_view(state, rows)
     arguments = dict(arguments or {})
     params = ((schema or {}).get("function", schema or {}) or {}).get("parameters", {}) or {}
     for name, spec in (params.get("properties") or {}).items():

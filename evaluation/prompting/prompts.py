@@ -201,11 +201,11 @@ def record_view(record: dict[str, Any], tool_schema: dict[str, Any] | None = Non
     """The state view (``envsim.envs.views.View``) of a record's call: from its state, action, code and schema,
     widened as construction's verification stored on the record (``view``), so it is the verified view."""
     from envsim.envs.views import compute_view
-    from envsim.envs.views.verify import record_widening
+    from envsim.envs.views.verify import record_rows, record_widening
 
     action = record["action"]
     return compute_view(record["state"], action["name"], action.get("arguments") or {}, record.get("code") or "",
-                        tool_schema, widening=record_widening(record))
+                        tool_schema, widening=record_widening(record), rows=record_rows(record))
 
 
 def target_answer(record: dict[str, Any], version: str = PROMPT_VERSION) -> str:

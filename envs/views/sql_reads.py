@@ -1,0 +1,208 @@
+"""Views of calls that read the state through SQLite: the rows the call's SQL reads, traced at the database.
+
+A service that loads the state's tables (top-level lists of rows) into an SQLite database and answers with SQL
+hides its reads from the static analysis: the wrapper reads every row to load them, so the analysed view is the
+whole database. At construction (never at eval) the call is run once more with ``sqlite3.connect`` handing out
+connections that report to EnvSim: ``set_trace_callback`` gives every statement as executed (bound values
+written in) and ``set_authorizer`` the tables and columns each one reads. The rows shown are:
+
+* the rows of a table a ``SELECT``/``UPDATE``/``DELETE`` reads whose column equals a value its ``WHERE`` (or a
+  join's ``ON``) names: ``WHERE email = 'user12@example.com'``, ``WHERE order_id IN (3, 4)``;
+* the rows those rows reference by a foreign key (``REFERENCES customers(id)`` in the traced ``CREATE TABLE``),
+  and the parents an ``INSERT`` names (a foreign key checked at insert time);
+* the row with the highest id of a table the call inserts into (SQLite numbers a new row after it).
+
+A statement that reads a table with no such condition (the wrapper's dump, an aggregate over the whole table)
+adds no rows: verification (``verify.py``) runs the call on the view alone, and a view that does not reproduce
+the record is widened (the analysed view, then whole records, collections, the state). The rows are stored on
+the record (``view.rows``: table -> list indices) so eval renders the same view; tables are shown in part as
+top-level lists (``partial_lists``), whole rows (a row is one record: its columns are not projected).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import re
+import sqlite3
+from typing import Any, Iterator
+
+_WHERE = re.compile(r"\b(?:WHERE|ON)\b(.*)$", re.IGNORECASE | re.DOTALL)
+_LITERAL = r"(?:'(?:[^']|'')*'|-?\d+(?:\.\d+)?)"
+_EQUALS = re.compile(rf"(?:(\w+)\.)?(\w+)\s*(?:==?|\bIN\b)\s*(\(\s*{_LITERAL}(?:\s*,\s*{_LITERAL})*\s*\)|{_LITERAL})",
+                     re.IGNORECASE)
+_ONE = re.compile(_LITERAL)
+_ALIAS = re.compile(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+(\w+)(?:\s+(?:AS\s+)?(\w+))?", re.IGNORECASE)
+_INSERT = re.compile(r"^\s*INSERT\s+(?:OR\s+\w+\s+)?INTO\s+(\w+)\s*\(([^)]*)\)\s*VALUES\s*\((.*)\)\s*$",
+                     re.IGNORECASE | re.DOTALL)
+_CREATE = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s*\((.*)\)", re.IGNORECASE | re.DOTALL)
+_REFERENCES = re.compile(r"(\w+)\s+\w+[^,]*?\bREFERENCES\s+(\w+)\s*\(\s*(\w+)\s*\)", re.IGNORECASE)
+_KEYWORDS = {"select", "from", "where", "and", "or", "not", "on", "join", "set", "values", "into", "update", "as"}
+
+
+class Trace:
+    """Statements run on traced connections, each with the (table, column) pairs it read."""
+
+    def __init__(self) -> None:
+        self.statements: list[tuple[str, set]] = []
+        self._pending: set = set()
+
+    def authorize(self, action: int, first: Any, second: Any, *_: Any) -> int:
+        """``set_authorizer`` hook: note reads, allow everything."""
+        if action == sqlite3.SQLITE_READ and first:
+            self._pending.add((first, second))
+        return sqlite3.SQLITE_OK
+
+    def statement(self, sql: str) -> None:
+        """``set_trace_callback`` hook: the statement as executed, with the reads its preparation noted."""
+        self.statements.append((sql, self._pending))
+        self._pending = set()
+
+
+@contextlib.contextmanager
+def traced_sqlite(trace: Trace) -> Iterator[None]:
+    """While open, ``sqlite3.connect`` gives connections that report to ``trace``."""
+    original = sqlite3.connect
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = original(*args, **kwargs)
+        conn.set_authorizer(trace.authorize)
+        conn.set_trace_callback(trace.statement)
+        return conn
+
+    sqlite3.connect = connect  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sqlite3.connect = original  # type: ignore[assignment]
+
+
+def _value(text: str) -> Any:
+    if text.startswith("'"):
+        return text[1:-1].replace("''", "'")
+    return float(text) if "." in text else int(text)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return a == b
+    return str(a) == str(b)
+
+
+def _conditions(sql: str, reads: set, columns: dict[str, set] | None = None) -> list[tuple[str, str, list[Any]]]:
+    """``(table, column, values)`` of the equalities a statement's WHERE/ON names, each resolved to its table: by
+    alias, else the named tables with that column (``columns``: the state's tables' columns) or the (table, column)
+    pairs the authorizer saw read (a statement SQLite runs again from its cache is not authorized again)."""
+    columns = columns or {}
+    found = _WHERE.search(sql)
+    if not found:
+        return []
+    aliases = {}
+    for table, alias in _ALIAS.findall(sql):
+        aliases[table] = table
+        if alias and alias.lower() not in _KEYWORDS:
+            aliases[alias] = table
+    named = sorted(set(aliases.values()))
+    out = []
+    for alias, column, literal in _EQUALS.findall(found[1]):
+        values = [_value(v) for v in _ONE.findall(literal)]
+        if alias:
+            owners = [aliases[alias]] if alias in aliases else []
+        else:  # the tables the statement names that have the column (or that the authorizer saw it read)
+            owners = sorted({t for t in named if column in columns.get(t, ())} | {t for t, c in reads if c == column})
+        out += [(table, column, values) for table in owners]
+    return out
+
+
+def _foreign_keys(statements: list[tuple[str, set]]) -> dict[str, list[tuple[str, str, str]]]:
+    """table -> (column, parent table, parent column), from the traced ``CREATE TABLE`` statements."""
+    keys: dict[str, list[tuple[str, str, str]]] = {}
+    for sql, _ in statements:
+        for match in _CREATE.finditer(sql):
+            keys[match[1]] = _REFERENCES.findall(match[2])
+    return keys
+
+
+def traced_rows(env_class: type, state: dict[str, Any], action: dict[str, Any]) -> dict[str, list[int]] | None:
+    """The list indices, per top-level table, of the rows the call's SQL reads (module docstring); ``None`` when
+    the call opened no SQLite connection (nothing was traced)."""
+    from envsim.records import Action
+
+    trace = Trace()
+    with traced_sqlite(trace):
+        try:
+            env_class.run_call(copy.deepcopy(state), Action.from_json(action))
+        except Exception:  # noqa: BLE001 - a call that fails is traced as far as it ran
+            pass
+    if not trace.statements:
+        return None
+    tables = {k: v for k, v in state.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)}
+    keep: dict[str, set[int]] = {t: set() for t in tables}
+    columns = {t: set(rows[0]) for t, rows in tables.items()}
+
+    def take(table: str, column: str, values: list[Any]) -> None:
+        for i, row in enumerate(tables.get(table, ())):
+            if column in row and any(_same(row[column], v) for v in values):
+                keep[table].add(i)
+
+    loaded: dict[tuple, set] = {}
+
+    def loads_a_row(table: str, names: list[str], values: list[str]) -> bool:
+        """An INSERT of a row the state already holds: the wrapper loading the table, not the call writing."""
+        if table not in tables or len(names) != len(values):
+            return False
+        key = (table, tuple(names))
+        if key not in loaded:
+            loaded[key] = {tuple(str(r.get(c)) for c in names) for r in tables[table]}
+        return tuple(str(_value(v)) for v in values) in loaded[key]
+
+    inserts = []  # (table, {column: literal}) of the rows the call inserts
+    for sql, _ in trace.statements:
+        inserted = _INSERT.match(sql)
+        if inserted:
+            names = [c.strip() for c in inserted[2].split(",")]
+            values = _ONE.findall(inserted[3])
+            if not loads_a_row(inserted[1], names, values):
+                inserts.append((inserted[1], dict(zip(names, values)) if len(values) == len(names) else {}))
+    for sql, reads in trace.statements:
+        head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+        if head in ("SELECT", "UPDATE", "DELETE", "WITH"):
+            for table, column, values in _conditions(sql, reads, columns):
+                take(table, column, values)
+    for table, _ in inserts:  # the row SQLite numbers a new one after
+        rows = tables.get(table) or []
+        ids = [k for k, v in rows[0].items() if isinstance(v, int) and not isinstance(v, bool)] if rows else []
+        if ids:
+            keep[table].add(max(range(len(rows)), key=lambda i: rows[i][ids[0]]))
+    foreign = _foreign_keys(trace.statements)
+    for table, named in inserts:  # parents an INSERT names must exist (foreign keys checked)
+        if table in foreign:
+            for column, parent, parent_column in foreign[table]:
+                if column in named:
+                    take(parent, parent_column, [_value(named[column])])
+    changed = True
+    while changed:  # the rows kept rows reference by a foreign key
+        changed = False
+        for table, refs in foreign.items():
+            for column, parent, parent_column in refs:
+                if parent not in keep:
+                    continue
+                wanted = [tables[table][i][column] for i in keep.get(table, ()) if column in tables[table][i]]
+                before = len(keep[parent])
+                if wanted:
+                    take(parent, parent_column, wanted)
+                changed |= len(keep[parent]) > before
+    return {t: sorted(rows) for t, rows in keep.items()}
+
+
+def uses_sqlite(env_class: type) -> bool:
+    """Whether the module defining ``env_class`` (or a module its tools come from) imports ``sqlite3``."""
+    import sys
+
+    names = {env_class.__module__} | {getattr(getattr(env_class, n, None), "__module__", "") for n in dir(env_class)
+                                      if not n.startswith("__")}
+    for name in names:
+        module = sys.modules.get(name or "")
+        if module is not None and any(v is sqlite3 for v in vars(module).values()):
+            return True
+    return False
