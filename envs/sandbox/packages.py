@@ -32,7 +32,7 @@ def allowed_packages() -> tuple[str, ...]:
     """The packages shown code may have a worker import before confinement (``REQUESTABLE`` plus the user's)."""
     setting = (os.environ.get(SETTING) or "auto").strip()
     if setting.lower() == "auto":
-        extra = user_environment_packages(user_trusted_modules())
+        extra = user_environment_packages(user_trusted_modules(), len(sys.modules))
     elif setting.lower() == "none":
         extra = ()
     else:
@@ -41,9 +41,10 @@ def allowed_packages() -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=64)
-def user_environment_packages(trusted: tuple[str, ...]) -> tuple[str, ...]:
+def user_environment_packages(trusted: tuple[str, ...], loaded: int = 0) -> tuple[str, ...]:
     """Third-party packages (installed, not the standard library, not EnvSim, not forbidden in a worker) that the
-    loaded modules of the user's trusted environment packages import."""
+    loaded modules of the user's trusted environment packages import (``loaded``: how many modules are loaded,
+    so a module imported later is read)."""
     tops = {name.split(".")[0] for name in trusted}
     found: set[str] = set()
     for name, module in list(sys.modules.items()):

@@ -267,6 +267,10 @@ def _prepare_locked(run_dir: Path, config: EvalConfig) -> None:
 
     config_path = run_dir / "config.json"
     payload = {**asdict(config), "config_hash": config.digest()}
+    if config.model == "executor":  # what its sandbox may load before confinement (not part of the hash)
+        from envsim.envs.sandbox import allowed_packages
+
+        payload["sandbox_packages"] = list(allowed_packages())
     if config_path.exists() or config_path.is_symlink():
         try:
             existing = read_json(config_path)
