@@ -12,7 +12,7 @@ import pytest
 
 from envsim.benchmark import BENCHMARK_DIR, benchmark_path
 from envsim.construction import point_release
-from envsim.construction.point_release import ReleaseError, derive_release, release_line, release_problem
+from envsim.construction.point_release import ReleaseError, derive_release, release_line
 
 
 def _folder_hash(folder: Path) -> str:
@@ -141,6 +141,8 @@ def test_a_release_that_changes_more_than_the_import_lines_is_refused(monkeypatc
 
 
 def test_release_problem_names_a_changed_observation_or_code():
+    from envsim.construction.point_release import release_problem
+
     old = json.loads(_v1_lines(1)[0])
     new = json.loads(json.dumps(old))
     new["code"] = "import datetime as _dt\n\n" + old["code"]

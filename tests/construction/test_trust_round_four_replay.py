@@ -18,9 +18,6 @@ from click.testing import CliRunner
 
 from envsim.benchmark import load
 from envsim.cli import main
-from envsim.construction.replay_log import LogLine
-from envsim.construction.replay_workers import batches
-
 from tests.construction.test_replay_whole import SMALL_SHOP, _log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -270,6 +267,9 @@ def test_a_journal_of_another_split_is_set_aside(tmp_path):
 
 
 def test_tasks_go_to_workers_in_batches_not_one_round_trip_each(tmp_path):
+    from envsim.construction.replay_log import LogLine
+    from envsim.construction.replay_workers import batches
+
     lines = [LogLine(n, n * 40, 39, "0" * 64) for n in range(1, 100_001)]
     grouped = batches(tmp_path / "log.jsonl", "test", lines, 2)
     assert len(grouped) <= 100_000 // 200 and [line for batch in grouped for line in batch[2]] == lines
