@@ -396,6 +396,10 @@ class _Follower:
         named = [(holder, cells[variable]) for holder, _, variable in refs.lookups
                  if variable in cells and isinstance(cells[variable], str)]
         self._follow_lookups(named, fn.__globals__, context)
+        # a registry read by the closure's key: REGISTRY[name] shows the entry the call runs (and how it got there)
+        keyed = [(holder, cells[variable]) for holder, _, variable in refs.entries
+                 if variable in cells and isinstance(cells[variable], str)]
+        self._follow_entries(keyed, fn.__globals__, context)
         return f"{factory_name}({', '.join(arguments)})"
 
     # -- references -------------------------------------------------------------------------------
@@ -417,12 +421,26 @@ class _Follower:
             if inspect.isclass(target) and is_user_module(target.__module__) and self.use_class(target) is not None:
                 self.use_member(target, name)
 
+    def _follow_entries(self, entries: list[tuple[str, str]], scope: dict[str, Any], context: type | None) -> None:
+        """``REGISTRY["name"]`` on a module-level dict: the function or class stored under that key, shown as the
+        definition it is (a function registered by a decorator brings the decorator that registers it)."""
+        for holder, key in entries:
+            registry = scope.get(holder)
+            if type(registry) is not dict or key not in registry:
+                continue
+            value = registry[key]
+            if inspect.isclass(value):
+                self.use_class(value)
+            elif callable(value) and context is not None:
+                self._expression(value, context)
+
     def _follow_refs(self, refs: Refs, module: str, scope: dict[str, Any], context: type | None) -> None:
         for name in sorted(refs.names):
             self.use_name(module, name, scope)
         self.attr_calls |= refs.attr_calls
         self._follow_lookups([(holder, name) for holder, name, _ in refs.lookups if name is not None], scope,
                              context)
+        self._follow_entries([(holder, key) for holder, key, _ in refs.entries if key is not None], scope, context)
         for name in sorted(refs.called):
             value = scope.get(name)
             if inspect.isclass(value) and value in self.classes:
@@ -443,7 +461,8 @@ class _Follower:
                 value = getattr(value, part, None)
                 if inspect.isclass(value) and value in self.classes and chain[i + 1] in own_members(value):
                     self.use_member(value, chain[i + 1])
-        if context is None:
+        if context is None:  # a function whose first parameter is named self, outside any class (a registry's)
+            self.attr_calls |= refs.self_attrs
             return
         for attr in sorted(refs.self_attrs):
             self.use_member(context, attr)

@@ -24,6 +24,8 @@ class Refs:
     #: constant, or the variable holding it: a by-name dispatch ``getattr(toolkit, name)``, ``name`` bound in a
     #: closure) as ``(receiver, constant, variable)``
     lookups: list[tuple[tuple[str, ...] | None, str | None, str | None]] = field(default_factory=list)
+    #: ``REGISTRY[key]`` on a free name: (the name, the key as a string constant, or the variable holding it)
+    entries: list[tuple[str, str | None, str | None]] = field(default_factory=list)
 
 
 def local_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -60,6 +62,12 @@ def scan(nodes: list[ast.AST], refs: Refs, selves: set[str], local: set[str]) ->
     for sub in (n for top in nodes for n in ast.walk(top)):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in local:
             refs.names.add(sub.id)
+        elif isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and sub.value.id not in local:
+            key = sub.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                refs.entries.append((sub.value.id, key.value, None))
+            elif isinstance(key, ast.Name):
+                refs.entries.append((sub.value.id, None, key.id))
         elif isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
             if sub.value.id in selves:
                 refs.self_attrs.add(sub.attr)

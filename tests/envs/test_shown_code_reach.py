@@ -19,6 +19,7 @@ from envsim.evaluation.scoring.parsing import parse_answer
 from envsim.evaluation.scoring.scoring import score_prediction
 
 LEDGER = "tests.fixtures.ledger.wrapper:LedgerEnv"
+REGISTRY = "tests.fixtures.ledger.registry:RegistryLedgerEnv"
 HOTEL = "tests.fixtures.hotel.wrapper:HotelEnv"
 LEDGER_TOOLS = ("calculate", "get_balance", "convert", "deposit", "transfer", "freeze_account", "open_account")
 
@@ -31,6 +32,15 @@ def test_a_tool_looked_up_by_name_shows_its_own_method_and_nothing_unreachable(t
     others = [t for t in LEDGER_TOOLS if t != tool]
     assert not any(f"def {other}(" in code for other in others)
     for unreachable in ("export_csv", "import csv", "import io", "import_rates", "TOOL_NAMES"):
+        assert unreachable not in code, unreachable
+
+
+def test_a_tool_found_in_a_registry_by_name_shows_its_entry_and_how_it_was_registered():
+    env = wrap_target(REGISTRY)
+    code = shown_tool_code(env, "pay_in")
+    assert '@register("pay_in")\ndef pay_in(self' in code and "def register(name" in code
+    assert "    def deposit(self" in code and "    def _tools(self)" in code  # the toolkit method; the base class's
+    for unreachable in ("def balance(", "def split_bill(", "audit_log", "def transfer(", "export_csv"):
         assert unreachable not in code, unreachable
 
 
@@ -64,6 +74,8 @@ def _record(target: str, tool: str, arguments: dict) -> dict:
 @pytest.mark.parametrize(("target", "tool", "arguments"), [
     (LEDGER, "transfer", {"from_account": "A001", "to_account": "A002", "amount": 12.5}),
     (LEDGER, "calculate", {"a": 2, "b": 3, "operation": "divide"}),
+    (REGISTRY, "pay_in", {"account_id": "A003", "amount": 40}),
+    (REGISTRY, "split_bill", {"total": 100, "people": 3}),
     (HOTEL, "add_extras", {"reservation_id": "R0001", "extras": [{"code": "crib"}, {"code": "parking"}]}),
     (HOTEL, "check_in", {"reservation_id": "R0002"}),
     (HOTEL, "get_guest", {"guest_id": "G001"}),
