@@ -278,11 +278,11 @@ def misses_markdown(misses: Sequence[dict[str, Any]]) -> str:
 
 def write_misses(run_dir: Path, misses: Sequence[dict[str, Any]]) -> None:
     """``RUN/executor_misses.json`` (the report adds its counts to summary.json) and ``RUN/executor_misses.md``."""
-    from envsim.evaluation.reporting.report import write_text_atomic
+    from envsim.evaluation.reporting.report import write_markdown, write_text_atomic
 
     payload = {"by_cause": by_cause(misses), "misses": list(misses)}
     write_text_atomic(run_dir / MISSES_FILE, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-    write_text_atomic(run_dir / "executor_misses.md", misses_markdown(misses))
+    write_markdown(run_dir / "executor_misses.md", misses_markdown(misses))
 
 
 def read_miss_counts(run_dir: Path) -> dict[str, Any] | None:
