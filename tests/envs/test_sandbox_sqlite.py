@@ -20,7 +20,8 @@ class Store:
         db.execute("CREATE TABLE customers (id TEXT PRIMARY KEY, name TEXT)")
         db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT REFERENCES customers(id), total REAL)")
         db.executemany("INSERT INTO customers VALUES (?, ?)", [(k, v["name"]) for k, v in self.customers.items()])
-        db.executemany("INSERT INTO orders (customer, total) VALUES (?, ?)", [(o["customer"], o["total"]) for o in self.orders])
+        db.executemany("INSERT INTO orders (customer, total) VALUES (?, ?)",
+                       [(o["customer"], o["total"]) for o in self.orders])
         db.commit()
         try:
             with db:
@@ -61,7 +62,8 @@ class Store:
         return "reached"
 '''
 STATE = {"customers": {"c1": {"name": "Ada"}, "c2": {"name": "Bo"}},
-         "orders": [{"customer": "c1", "total": 10.5}, {"customer": "c1", "total": 2.0}, {"customer": "c2", "total": 7.0}]}
+         "orders": [{"customer": "c1", "total": 10.5}, {"customer": "c1", "total": 2.0},
+                    {"customer": "c2", "total": 7.0}]}
 
 
 def _request(tool: str, arguments: dict, packages: list[str] | None = None) -> dict:
