@@ -62,7 +62,9 @@ from envsim.progress import progress_option
               help="Sampling temperature sent with every request (0: greedy, the published setting).")
 @max_tokens_option
 @click.option("--extra", "extra_json", default=None,
-              help='Extra request fields as JSON, e.g. \'{"response_format": {"type": "json_object"}}\'.')
+              help='Extra request fields as JSON, e.g. \'{"response_format": {"type": "json_object"}}\'. The core '
+                   "fields model, messages, temperature, max_tokens, stream and n are refused (their own options set "
+                   "them).")
 @response_format_option
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
 @timeout_option
