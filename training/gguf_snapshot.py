@@ -158,7 +158,10 @@ def _strings(value: Any) -> Iterator[str]:
 def _stream(model_dir: Path, names: list[str], sink: Callable[[str, bytes | None], None]) -> None:
     """Feed each taken file's blocks to ``sink(name, block)`` (``None`` after a file's last block), bounded."""
     for name in names:
-        fd = _open(model_dir, name)
+        try:
+            fd = _open(model_dir, name)
+        except FileNotFoundError:
+            raise CheckpointRefused(f"{model_dir / name} disappeared while the checkpoint was read") from None
         read = 0
         with os.fdopen(fd, "rb") as handle:
             while block := handle.read(BLOCK):
