@@ -102,8 +102,11 @@ def write_outputs(episodes: Sequence[dict[str, Any]], out: Path, *, horizon: int
         return {}
     report = drift_report(episodes, horizon)
     write_json(out / "drift.json", report)
-    # a fallback reason may quote the simulator's answer (a lone surrogate in a patch path): escaped, never a crash
-    write_text(out / "drift.md", drift_markdown(report, title), errors="backslashreplace")
+    # a fallback reason may quote the simulator's answer (a lone surrogate in a patch path, a terminal escape):
+    # escaped, never a crash, never acted on by a terminal showing the file
+    from envsim.control_chars import escape_lines
+
+    write_text(out / "drift.md", escape_lines(drift_markdown(report, title)), errors="backslashreplace")
     plot_drift(report, out / "drift.png", title)
     return report
 

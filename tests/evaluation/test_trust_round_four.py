@@ -122,6 +122,16 @@ def test_api_printers_get_escaped_lines(tmp_path, small_benchmark):
     assert any("pwned" in line for line in lines) and not _raw_controls("\n".join(lines))
 
 
+def test_drift_md_of_a_rollout_or_simulation_escapes_controls(tmp_path, monkeypatch):
+    from envsim.simulation import simulate
+
+    monkeypatch.setattr(simulate, "drift_markdown", lambda report, title: f"# {title}\n\nreason: {HOSTILE}\n")
+    monkeypatch.setattr(simulate, "plot_drift", lambda *a, **k: None)
+    simulate.write_outputs([], tmp_path, horizon=1, shadow=True, stats={}, title="t")
+    text = (tmp_path / "drift.md").read_text()
+    assert "pwned" in text and not _raw_controls(text)
+
+
 # --- 2. --extra and the core request fields ---------------------------------------------------------------------
 
 
