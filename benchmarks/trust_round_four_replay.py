@@ -14,7 +14,6 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -54,13 +53,17 @@ def _construct_args(log: Path, out: Path, workers: int, module: str) -> list[str
 
 
 def construct(log: Path, out: Path, workers: int = 1, module: str = SHOP_MODULE) -> tuple[int, str, float, float]:
-    """``envsim construct --policy replay`` in a fresh process: exit code, output, wall seconds, peak MB (the
-    largest child so far: each check runs alone)."""
+    """``envsim construct --policy replay`` in a fresh process: exit code, output, wall seconds, its peak resident
+    MB."""
     started = time.perf_counter()
-    done = subprocess.run(_construct_args(log, out, workers, module), capture_output=True, text=True, env=_env())
-    wall = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return done.returncode, done.stdout + done.stderr, wall, peak
+    with tempfile.TemporaryFile("w+") as output:
+        process = subprocess.Popen(_construct_args(log, out, workers, module), stdout=output, stderr=output,
+                                   text=True, env=_env())
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - started
+        output.seek(0)
+        return process.returncode, output.read(), wall, usage.ru_maxrss / 1024
 
 
 def good_lines(tasks: int = 2) -> str:

@@ -183,6 +183,20 @@ def batches(path: Path, split: str, lines: list[LogLine], workers: int, run: str
     return grouped
 
 
+def _warm(path: Path, line: LogLine, split: str) -> None:
+    """Before the workers are forked: make, in this process, what every worker would make first for the first task
+    (its starting state, normalised once; the record maker; the labeller of that state; the modules labelling
+    imports), so that workers share it instead of each making it again (a log whose tasks start from one large
+    state: its load->save form and first labeller once, not once per worker)."""
+    from envsim.construction.cow_labelling import RecordMaker, labels_traced, start_labeller
+
+    episode = read_episode(path, line.number, read_line(path, line), _INITIAL)
+    _MAKERS.setdefault((episode.env_class, split), RecordMaker(episode.env_class, split))
+    if labels_traced(episode.env_class):
+        start_labeller(episode.env_class, episode.state, _STARTS)
+    _digest_of(episode.state)
+
+
 def _set_parent_death_signal() -> None:
     """Linux: the kernel kills this process when the parent dies (``prctl(PR_SET_PDEATHSIG, SIGKILL)``)."""
     try:
@@ -245,6 +259,8 @@ def _labelled_batches(path: Path, split: str, lines: list[LogLine], workers: int
             yield labelled_batch(batch)
             first += len(batch[2])
         return
+    if lines:
+        _warm(path, lines[0], split)
     pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_start, initargs=(os.getpid(),))
     try:
         results = pool.map(labelled_batch, grouped)
