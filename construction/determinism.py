@@ -5,7 +5,8 @@ A test record is scored against one answer, so a tool whose answer changes from 
 second time: verification runs it on its view, widening to the whole state (``envs.views.verify``), and a record
 that not even the whole state reproduces (``view.verified`` false) shows a tool that answered differently the
 second time. Every record of such a tool is left out of a test (and dev) split, and the console names the tool
-(``construct`` keeps going: the other tools make a usable split). ``envsim envs check MODULE:CLASS`` finds such
+(``construct`` keeps going: the other tools make a usable split); training data leaves them out too (its
+shortfall line counts them: their views could not be verified, so they would be prompted with the whole state). ``envsim envs check MODULE:CLASS`` finds such
 tools before any construction (``envs.check``).
 """
 

@@ -79,24 +79,28 @@ def initial_states(env_class: Any, env_id: str, seed: int, episodes: int) -> lis
 
 def own_env_records(env_id: str, seed: int, episodes: int, steps: int, split: str,
                     workers: int = 1, counts: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Explorer records of one user environment for ``split`` under the policy above (deduplicated); a test or dev
-    split leaves out the records of tools that are not deterministic (``construction.determinism``). ``counts``
+    """Explorer records of one user environment for ``split`` under the policy above (deduplicated), without the
+    records of tools that are not deterministic (``construction.determinism``). ``counts``
     (if given) is told ``labelled_calls``, ``repeated_calls`` (same state and call: one record),
-    ``on_initial_states_of_the_other_split`` and ``nondeterministic`` (tool -> its records, those not reproduced)."""
+    ``on_initial_states_of_the_other_split`` and ``nondeterministic`` (tool -> its records, those not reproduced;
+    a train split counts them as ``records_of_tools_not_deterministic``)."""
     from envsim.construction.determinism import without_nondeterministic
     from envsim.construction.pipeline import build_pool
     from envsim.envs.registry import get_env
 
     pool = build_pool([env_id], split_seed(seed, split), episodes, steps, split, workers=workers)
     kept = keep_split(pool, split, initial_states(get_env(env_id), env_id, seed, episodes))
-    dropped: dict[str, dict[str, int]] = {}
-    if split != "train":  # a test record is scored against one answer (construction.determinism)
-        kept, dropped = without_nondeterministic(kept)
+    # a record is scored (or trained on) against one answer: a tool that answers differently when run again is left
+    # out of every split (construction.determinism)
+    kept, dropped = without_nondeterministic(kept)
     if counts is not None:
         for key, value in (("labelled_calls", episodes * steps), ("repeated_calls", episodes * steps - len(pool)),
                            ("on_initial_states_of_the_other_split", len(pool) - len(kept)
                             - sum(c["records"] for c in dropped.values()))):
             counts[key] = counts.get(key, 0) + value
-        if dropped:
+        if dropped and split != "train":  # construct names the tools
             counts.setdefault("nondeterministic", {}).update(dropped)
+        elif dropped:  # train data counts their records in its shortfall line
+            counts["records_of_tools_not_deterministic"] = (counts.get("records_of_tools_not_deterministic", 0)
+                                                            + sum(c["records"] for c in dropped.values()))
     return kept

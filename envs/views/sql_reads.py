@@ -6,11 +6,16 @@ whole database. At construction (never at eval) the call is run once more with `
 connections that report to EnvSim: ``set_trace_callback`` gives every statement as executed (bound values
 written in) and ``set_authorizer`` the tables and columns each one reads. The rows shown are:
 
-* the rows of a table a ``SELECT``/``UPDATE``/``DELETE`` reads whose column equals a value its ``WHERE`` (or a
-  join's ``ON``) names: ``WHERE email = 'user12@example.com'``, ``WHERE order_id IN (3, 4)``;
+* the rows of a table a ``SELECT``/``UPDATE``/``DELETE`` reads whose columns equal the values its ``WHERE`` (or a
+  join's ``ON``) names, the conditions on one table read as ANDed: ``WHERE email = 'user12@example.com'``,
+  ``WHERE a.doctor_id = 'D007' AND a.day = '2026-04-26'``, ``WHERE order_id IN (3, 4)``; a join
+  (``ON a.id = i.appointment_id``) narrows each side to the rows matching the other side's;
 * the rows those rows reference by a foreign key (``REFERENCES customers(id)`` in the traced ``CREATE TABLE``),
   and the parents an ``INSERT`` names (a foreign key checked at insert time);
-* the row with the highest id of a table the call inserts into (SQLite numbers a new row after it).
+* the row with the highest id of a table the call inserts into (SQLite numbers a new row after it);
+* of a table the call counts whole (``SELECT COUNT(*) FROM t``), its first row, and the view says how many rows
+  the table has: the call runs with stand-ins up to that number, copies of a shown row under keys no real row has
+  (``View.sizes``, as for an object model's counted dict).
 
 A statement that reads a table with no such condition (the wrapper's dump, an aggregate over the whole table)
 adds no rows: verification (``verify.py``) runs the call on the view alone, and a view that does not reproduce
@@ -28,13 +33,15 @@ import sqlite3
 from typing import Any, Iterator
 
 _WHERE = re.compile(r"\b(?:WHERE|ON)\b(.*)$", re.IGNORECASE | re.DOTALL)
-_LITERAL = r"(?:'(?:[^']|'')*'|-?\d+(?:\.\d+)?)"
+_LITERAL = r"(?:'(?:[^']|'')*'|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|NULL\b)"
 _EQUALS = re.compile(rf"(?:(\w+)\.)?(\w+)\s*(?:==?|\bIN\b)\s*(\(\s*{_LITERAL}(?:\s*,\s*{_LITERAL})*\s*\)|{_LITERAL})",
                      re.IGNORECASE)
 _ONE = re.compile(_LITERAL)
 _ALIAS = re.compile(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+(\w+)(?:\s+(?:AS\s+)?(\w+))?", re.IGNORECASE)
 _INSERT = re.compile(r"^\s*INSERT\s+(?:OR\s+\w+\s+)?INTO\s+(\w+)\s*\(([^)]*)\)\s*VALUES\s*\((.*)\)\s*$",
                      re.IGNORECASE | re.DOTALL)
+_INSERT_ALL = re.compile(r"^\s*INSERT\s+(?:OR\s+\w+\s+)?INTO\s+(\w+)\s+VALUES\s*\((.*)\)\s*$", re.IGNORECASE | re.DOTALL)
+_COUNT_ALL = re.compile(r"^\s*SELECT\s+COUNT\(\s*\*\s*\)\s+FROM\s+(\w+)\s*;?\s*$", re.IGNORECASE)
 _CREATE = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s*\((.*)\)", re.IGNORECASE | re.DOTALL)
 _REFERENCES = re.compile(r"(\w+)\s+\w+[^,]*?\bREFERENCES\s+(\w+)\s*\(\s*(\w+)\s*\)", re.IGNORECASE)
 _KEYWORDS = {"select", "from", "where", "and", "or", "not", "on", "join", "set", "values", "into", "update", "as"}
@@ -80,13 +87,22 @@ def traced_sqlite(trace: Trace) -> Iterator[None]:
 def _value(text: str) -> Any:
     if text.startswith("'"):
         return text[1:-1].replace("''", "'")
-    return float(text) if "." in text else int(text)
+    if text.upper() == "NULL":
+        return None
+    return float(text) if any(c in text for c in ".eE") else int(text)
+
+
+def _norm(value: Any) -> str:
+    """A value as SQLite would store it, for comparing a traced literal with a state value (1 and 1.0 alike)."""
+    if isinstance(value, bool):
+        return repr(float(value))
+    if isinstance(value, (int, float)):
+        return repr(float(value))
+    return "NULL" if value is None else str(value)
 
 
 def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-        return a == b
-    return str(a) == str(b)
+    return _norm(a) == _norm(b)
 
 
 def _conditions(sql: str, reads: set, columns: dict[str, set] | None = None) -> list[tuple[str, str, list[Any]]]:
@@ -114,6 +130,23 @@ def _conditions(sql: str, reads: set, columns: dict[str, set] | None = None) -> 
     return out
 
 
+_JOIN = re.compile(r"\b(\w+)\.(\w+)\s*=\s*(\w+)\.(\w+)")
+
+
+def _joins(sql: str) -> list[tuple[str, str, str, str]]:
+    """``(table, column, table, column)`` of the column equalities a statement's ON/WHERE names (aliases resolved)."""
+    found = _WHERE.search(sql)
+    if not found:
+        return []
+    aliases = {}
+    for table, alias in _ALIAS.findall(sql):
+        aliases[table] = table
+        if alias and alias.lower() not in _KEYWORDS:
+            aliases[alias] = table
+    return [(aliases[a], ca, aliases[b], cb) for a, ca, b, cb in _JOIN.findall(found[1])
+            if a in aliases and b in aliases]
+
+
 def _foreign_keys(statements: list[tuple[str, set]]) -> dict[str, list[tuple[str, str, str]]]:
     """table -> (column, parent table, parent column), from the traced ``CREATE TABLE`` statements."""
     keys: dict[str, list[tuple[str, str, str]]] = {}
@@ -123,9 +156,35 @@ def _foreign_keys(statements: list[tuple[str, set]]) -> dict[str, list[tuple[str
     return keys
 
 
-def traced_rows(env_class: type, state: dict[str, Any], action: dict[str, Any]) -> dict[str, list[int]] | None:
-    """The list indices, per top-level table, of the rows the call's SQL reads (module docstring); ``None`` when
-    the call opened no SQLite connection (nothing was traced)."""
+def _primary_keys(statements: list[tuple[str, set]]) -> dict[str, str]:
+    """table -> its primary-key column, from the traced ``CREATE TABLE`` statements."""
+    keys: dict[str, str] = {}
+    for sql, _ in statements:
+        for match in _CREATE.finditer(sql):
+            found = re.search(r"(\w+)\s+\w+[^,]*?\bPRIMARY\s+KEY\b", match[2], re.IGNORECASE)
+            if found:
+                keys[match[1]] = found[1]
+    return keys
+
+
+def _tables(state: dict[str, Any], primary: dict[str, str]) -> dict[str, list[tuple[Any, dict[str, Any]]]]:
+    """The state's tables as ``(handle, row)`` pairs: a list of rows (handle: its index) or a dict of rows keyed by
+    primary key (handle: the key; the row gets the key under its primary-key column)."""
+    out: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
+    for name, value in state.items():
+        if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
+            out[name] = list(enumerate(value))
+        elif isinstance(value, dict) and value and all(isinstance(r, dict) for r in value.values()):
+            column = primary.get(name, "id")
+            out[name] = [(key, {column: key, **row}) for key, row in value.items()]
+    return out
+
+
+def traced_rows(env_class: type, state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any] | None:
+    """What the call's SQL reads (module docstring): ``{"tables": {table: handles}, "counted": [tables]}`` where
+    a handle is a list index (a table stored as a list of rows) or a key (a table stored as rows by primary key),
+    and a counted table is one whose rows the call counts whole (``SELECT COUNT(*) FROM t``: shown with its number
+    of rows); ``None`` when the call opened no SQLite connection (nothing was traced)."""
     from envsim.records import Action
 
     trace = Trace()
@@ -136,14 +195,18 @@ def traced_rows(env_class: type, state: dict[str, Any], action: dict[str, Any]) 
             pass
     if not trace.statements:
         return None
-    tables = {k: v for k, v in state.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)}
-    keep: dict[str, set[int]] = {t: set() for t in tables}
-    columns = {t: set(rows[0]) for t, rows in tables.items()}
+    primary = _primary_keys(trace.statements)
+    tables = _tables(state, primary)
+    keep: dict[str, set] = {t: set() for t in tables}
+    columns = {t: set(rows[0][1]) for t, rows in tables.items()}
+    counted: set = set()
+
+    def matching(table: str, column: str, values: list[Any]) -> set:
+        return {handle for handle, row in tables.get(table, ())
+                if column in row and any(_same(row[column], v) for v in values)}
 
     def take(table: str, column: str, values: list[Any]) -> None:
-        for i, row in enumerate(tables.get(table, ())):
-            if column in row and any(_same(row[column], v) for v in values):
-                keep[table].add(i)
+        keep[table] |= matching(table, column, values)
 
     loaded: dict[tuple, set] = {}
 
@@ -153,8 +216,8 @@ def traced_rows(env_class: type, state: dict[str, Any], action: dict[str, Any]) 
             return False
         key = (table, tuple(names))
         if key not in loaded:
-            loaded[key] = {tuple(str(r.get(c)) for c in names) for r in tables[table]}
-        return tuple(str(_value(v)) for v in values) in loaded[key]
+            loaded[key] = {tuple(_norm(r.get(c)) for c in names) for _, r in tables[table]}
+        return tuple(_norm(_value(v)) for v in values) in loaded[key]
 
     inserts = []  # (table, {column: literal}) of the rows the call inserts
     for sql, _ in trace.statements:
@@ -164,35 +227,60 @@ def traced_rows(env_class: type, state: dict[str, Any], action: dict[str, Any]) 
             values = _ONE.findall(inserted[3])
             if not loads_a_row(inserted[1], names, values):
                 inserts.append((inserted[1], dict(zip(names, values)) if len(values) == len(names) else {}))
+        elif _INSERT_ALL.match(sql):  # no column list: a load when its first value is a row's primary key
+            whole = _INSERT_ALL.match(sql)
+            values = _ONE.findall(whole[2])
+            column = primary.get(whole[1], "id")
+            if not values or str(_value(values[0])) not in {str(r.get(column)) for _, r in tables.get(whole[1], ())}:
+                inserts.append((whole[1], {}))
     for sql, reads in trace.statements:
         head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
         if head in ("SELECT", "UPDATE", "DELETE", "WITH"):
+            found: dict[str, set] = {}  # the conditions of one statement are read as ANDed, per table
             for table, column, values in _conditions(sql, reads, columns):
-                take(table, column, values)
+                rows = matching(table, column, values)
+                found[table] = found[table] & rows if table in found else rows
+            for _ in range(2):  # a join narrows each side to the rows matching the other side's
+                for left, left_column, right, right_column in _joins(sql):
+                    for (a, ca), (b, cb) in (((left, left_column), (right, right_column)),
+                                             ((right, right_column), (left, left_column))):
+                        if a in found and a in tables:
+                            rows_a = dict(tables[a])
+                            values = [rows_a[h][ca] for h in found[a] if ca in rows_a[h]]
+                            joined = matching(b, cb, values)
+                            found[b] = found[b] & joined if b in found else joined
+            for table, rows in found.items():
+                keep[table] |= rows
+            whole = _COUNT_ALL.match(sql)
+            if whole and whole[1] in tables:  # counted whole: one real row shown (stand-ins copy it)
+                counted.add(whole[1])
+                keep[whole[1]].add(tables[whole[1]][0][0])
     for table, _ in inserts:  # the row SQLite numbers a new one after
-        rows = tables.get(table) or []
+        rows = [r for _, r in tables.get(table, ())]
         ids = [k for k, v in rows[0].items() if isinstance(v, int) and not isinstance(v, bool)] if rows else []
-        if ids:
+        if ids and isinstance(tables[table][0][0], int):
             keep[table].add(max(range(len(rows)), key=lambda i: rows[i][ids[0]]))
     foreign = _foreign_keys(trace.statements)
     for table, named in inserts:  # parents an INSERT names must exist (foreign keys checked)
-        if table in foreign:
-            for column, parent, parent_column in foreign[table]:
-                if column in named:
-                    take(parent, parent_column, [_value(named[column])])
+        for column, parent, parent_column in foreign.get(table, ()):
+            if column in named:
+                take(parent, parent_column, [_value(named[column])])
     changed = True
     while changed:  # the rows kept rows reference by a foreign key
         changed = False
         for table, refs in foreign.items():
+            rows = dict(tables.get(table, ()))
             for column, parent, parent_column in refs:
                 if parent not in keep:
                     continue
-                wanted = [tables[table][i][column] for i in keep.get(table, ()) if column in tables[table][i]]
+                wanted = [rows[h][column] for h in keep.get(table, ()) if column in rows.get(h, {})]
                 before = len(keep[parent])
                 if wanted:
                     take(parent, parent_column, wanted)
                 changed |= len(keep[parent]) > before
-    return {t: sorted(rows) for t, rows in keep.items()}
+    order = {t: {h: i for i, (h, _) in enumerate(rows)} for t, rows in tables.items()}
+    return {"tables": {t: sorted(handles, key=order[t].__getitem__) for t, handles in keep.items()},
+            "counted": sorted(counted)}
 
 
 def uses_sqlite(env_class: type) -> bool:

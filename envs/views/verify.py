@@ -15,6 +15,7 @@ note saying it was widened. ``verified`` is false only when not even the whole s
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,7 @@ class ViewCheck:
     widening: str | None   # None: the analysed view reproduced the record as it is
     verified: bool         # False: not even the whole state reproduced it
     problem: str = ""      # why the narrowest failing view failed ("" when the analysed view passed)
-    rows: dict[str, list[int]] | None = None  # the table rows the call's SQL read (``sql_reads``), when they did
+    rows: dict[str, Any] | None = None  # the table rows the call's SQL read (``sql_reads``), when they did
 
     def to_json(self) -> dict[str, Any]:
         """The record field ``view`` (``rows`` only when the view is the traced rows)."""
@@ -50,7 +51,7 @@ def record_widening(record: dict[str, Any]) -> str | None:
     return widening if widening in WIDENINGS else None
 
 
-def record_rows(record: dict[str, Any]) -> dict[str, list[int]] | None:
+def record_rows(record: dict[str, Any]) -> dict[str, Any] | None:
     """The traced table rows construction stored on a record (``view.rows``), if any."""
     stored = record.get(VIEW_FIELD)
     rows = stored.get("rows") if isinstance(stored, dict) else None
@@ -62,7 +63,7 @@ def _schema(record: dict[str, Any]) -> dict[str, Any] | None:
     return next((t for t in record.get("tools") or [] if t.get("function", t).get("name") == name), None)
 
 
-def view_with(record: dict[str, Any], widening: str | None, rows: dict[str, list[int]] | None = None) -> View:
+def view_with(record: dict[str, Any], widening: str | None, rows: dict[str, Any] | None = None) -> View:
     """The view of a record's call (from its state, action, code and schema), widened to ``widening`` (or the
     traced table ``rows``)."""
     action = record["action"]
@@ -143,7 +144,8 @@ def check_view(env_class: type, record: dict[str, Any]) -> ViewCheck:
     rows = _sql_rows(env_class, record)
     if rows is not None:
         view = view_with(record, None, rows)
-        found = reproduction_problem(env_class, record, *runnable(view, record["state"]))
+        found = reproduction_problem(env_class, record, *compact(_counted_stand_ins(env_class, view, record),
+                                                                 view.lists))
         if found is None:
             return ViewCheck(None, True, "", rows)
         problem = f"traced rows: {found}"
@@ -160,7 +162,36 @@ def check_view(env_class: type, record: dict[str, Any]) -> ViewCheck:
     return ViewCheck("state", False, problem)
 
 
-def _sql_rows(env_class: type, record: dict[str, Any]) -> dict[str, list[int]] | None:
+def _counted_stand_ins(env_class: type, view: View, record: dict[str, Any]) -> Any:
+    """A traced-rows view's state with each table the call counts filled up to its number of rows, as the executor
+    fills it from the prompt (``evaluation.baselines.executor_stand_ins``): copies of a shown row, else of the row
+    the call itself adds when run on the view as shown, under keys no real row has."""
+    if not view.sizes:
+        return view.state
+    from envsim.envs.sandbox.executor import execute
+
+    out = copy.deepcopy(view.state)
+    added = None
+    for path, count in view.sizes.items():
+        node = out[path[0]]
+        template = next(iter(node.values()), None)
+        if template is None:
+            if added is None:
+                try:
+                    added = execute(env_class, view.state, record["action"]).next_state
+                except Exception:  # noqa: BLE001 - no template: the view fails verification as it stands
+                    added = {}
+            template = next((v for k, v in (added.get(path[0]) or {}).items() if k not in node), None)
+        i = 0
+        while template is not None and len(node) < count:
+            key = f"<stand-in {i}>"
+            if key not in record["state"][path[0]]:
+                node[key] = copy.deepcopy(template)
+            i += 1
+    return out
+
+
+def _sql_rows(env_class: type, record: dict[str, Any]) -> dict[str, Any] | None:
     """The rows the record's call reads through SQLite (``sql_reads.traced_rows``), for classes that use it."""
     from envsim.envs.views.sql_reads import traced_rows, uses_sqlite
 

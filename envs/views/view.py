@@ -346,30 +346,41 @@ def build_view(state: Any, needs: ReadNeeds) -> View:
     return view
 
 
-def rows_view(state: Any, rows: dict[str, list[int]]) -> View:
-    """The view holding, of each top-level table in ``rows`` (a list of rows), the rows at those indices (shown in
-    part as ``partial_lists`` describes), and every other top-level value whole: rows a call's SQL reads, traced
-    at the database at construction (``sql_reads``)."""
+def rows_view(state: Any, traced: dict[str, Any]) -> View:
+    """The view of the table rows a call's SQL reads, traced at the database at construction (``sql_reads``):
+    ``traced["tables"]`` names, per top-level table, the rows shown (list indices of a table stored as a list,
+    shown in part as ``partial_lists`` describes; keys of one stored by primary key); a table in
+    ``traced["counted"]`` (the call counts its rows) says how many rows it has. Every other top-level value is
+    shown whole."""
+    handles = traced.get("tables") or {}
     partial: dict[str, Any] = {}
     full: set = set()
+    omissions = []
     for key, value in state.items():
-        indices = rows.get(key)
-        if indices is not None and isinstance(value, list) and len(indices) < len(value):
-            partial[key] = {i: copy.deepcopy(value[i]) for i in indices}
-            full |= {(key, i) for i in indices}
+        wanted = handles.get(key)
+        if wanted is not None and isinstance(value, list) and len(wanted) < len(value):
+            partial[key] = {i: copy.deepcopy(value[i]) for i in wanted}
+            full |= {(key, i) for i in wanted}
+        elif wanted is not None and isinstance(value, dict) and len(wanted) < len(value):
+            chosen = set(wanted)
+            partial[key] = {k: copy.deepcopy(v) for k, v in value.items() if k in chosen}
+            full |= {(key, k) for k in partial[key]}
+            omissions.append(f"{pointer((key,))}: {len(value) - len(partial[key])} of {len(value)} rows not shown")
         else:
             partial[key] = copy.deepcopy(value)
             full.add((key,))
     view = View(state=partial, full=full, shown=full | {(k,) for k in partial})
-    view.lists = {(k,): len(state[k]) for k in partial if (k,) not in full}
-    view.omissions.append("rows traced at the database: each table shows the rows the call's SQL reads (with the "
-                          "rows they reference and the last row of a table it inserts into)")
+    view.lists = {(k,): len(state[k]) for k in partial if (k,) not in full and isinstance(state[k], list)}
+    view.omissions = ["rows traced at the database: each table shows the rows the call's SQL reads (with the rows "
+                      "they reference and the last row of a table it inserts into)", *omissions]
+    view.sizes = {(k,): len(state[k]) for k in traced.get("counted") or () if k in partial and (k,) not in full
+                  and isinstance(state[k], dict)}
     return view
 
 
 def compute_view(state: Any, tool_name: str, arguments: dict[str, Any], tool_source: str,
                  schema: dict[str, Any] | None = None, widening: str | None = None,
-                 rows: dict[str, list[int]] | None = None) -> View:
+                 rows: dict[str, Any] | None = None) -> View:
     """The view of ``state`` for the call ``tool_name(**arguments)``, from the tool's code and schema only.
 
     Never executes the call and never looks at a label: the tool's source is analysed statically and the
