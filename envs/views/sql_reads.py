@@ -10,6 +10,7 @@ written in) and ``set_authorizer`` the tables and columns each one reads. The ro
   join's ``ON``) names, the conditions on one table read as ANDed: ``WHERE email = 'user12@example.com'``,
   ``WHERE a.doctor_id = 'D007' AND a.day = '2026-04-26'``, ``WHERE order_id IN (3, 4)``; a join
   (``ON a.id = i.appointment_id``) narrows each side to the rows matching the other side's;
+* the row whose key a call's ``INSERT`` gives, if there is one (its PRIMARY KEY check reads it: the insert fails);
 * the rows those rows reference by a foreign key (``REFERENCES customers(id)`` in the traced ``CREATE TABLE``),
   and the parents an ``INSERT`` names (a foreign key checked at insert time);
 * the row with the highest id of a table the call inserts into (SQLite numbers a new row after it);
@@ -167,6 +168,26 @@ def _primary_keys(statements: list[tuple[str, set]]) -> dict[str, str]:
     return keys
 
 
+def _create_columns(statements: list[tuple[str, set]]) -> dict[str, list[str]]:
+    """table -> its columns in ``CREATE TABLE`` order (an ``INSERT`` without a column list gives values so)."""
+    out: dict[str, list[str]] = {}
+    for sql, _ in statements:
+        for match in _CREATE.finditer(sql):
+            parts, depth, current = [], 0, ""
+            for char in match[2]:
+                depth += (char == "(") - (char == ")")
+                if char == "," and depth == 0:
+                    parts.append(current)
+                    current = ""
+                else:
+                    current += char
+            parts.append(current)
+            names = [p.split()[0].strip('"`[]') for p in parts if p.split()]
+            out[match[1]] = [n for n in names if n.upper() not in ("PRIMARY", "FOREIGN", "UNIQUE", "CHECK",
+                                                                   "CONSTRAINT")]
+    return out
+
+
 def _tables(state: dict[str, Any], primary: dict[str, str]) -> dict[str, list[tuple[Any, dict[str, Any]]]]:
     """The state's tables as ``(handle, row)`` pairs: a list of rows (handle: its index) or a dict of rows keyed by
     primary key (handle: the key; the row gets the key under its primary-key column)."""
@@ -196,6 +217,7 @@ def traced_rows(env_class: type, state: dict[str, Any], action: dict[str, Any]) 
     if not trace.statements:
         return None
     primary = _primary_keys(trace.statements)
+    order = _create_columns(trace.statements)
     tables = _tables(state, primary)
     keep: dict[str, set] = {t: set() for t in tables}
     columns = {t: set(rows[0][1]) for t, rows in tables.items()}
@@ -227,12 +249,12 @@ def traced_rows(env_class: type, state: dict[str, Any], action: dict[str, Any]) 
             values = _ONE.findall(inserted[3])
             if not loads_a_row(inserted[1], names, values):
                 inserts.append((inserted[1], dict(zip(names, values)) if len(values) == len(names) else {}))
-        elif _INSERT_ALL.match(sql):  # no column list: a load when its first value is a row's primary key
+        elif _INSERT_ALL.match(sql):  # no column list: the columns in CREATE TABLE order
             whole = _INSERT_ALL.match(sql)
+            names = order.get(whole[1], [])
             values = _ONE.findall(whole[2])
-            column = primary.get(whole[1], "id")
-            if not values or str(_value(values[0])) not in {str(r.get(column)) for _, r in tables.get(whole[1], ())}:
-                inserts.append((whole[1], {}))
+            if not loads_a_row(whole[1], names, values):
+                inserts.append((whole[1], dict(zip(names, values)) if len(values) == len(names) else {}))
     for sql, reads in trace.statements:
         head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
         if head in ("SELECT", "UPDATE", "DELETE", "WITH"):
@@ -261,6 +283,10 @@ def traced_rows(env_class: type, state: dict[str, Any], action: dict[str, Any]) 
         if ids and isinstance(tables[table][0][0], int):
             keep[table].add(max(range(len(rows)), key=lambda i: rows[i][ids[0]]))
     foreign = _foreign_keys(trace.statements)
+    for table, named in inserts:  # a row with the key an INSERT gives is read (a UNIQUE/PRIMARY KEY check)
+        column = primary.get(table, "id")
+        if column in named:
+            take(table, column, [_value(named[column])])
     for table, named in inserts:  # parents an INSERT names must exist (foreign keys checked)
         for column, parent, parent_column in foreign.get(table, ()):
             if column in named:
