@@ -8,29 +8,53 @@ modules of the trusted environment (``--env-module``, ``--env module:Class``, ``
 top level or inside their functions (a logger such as ``loguru``, a YAML or TOML reader), where installed.
 Code from a benchmark file alone names nothing new: an id nobody trusted adds no package.
 
-The user decides with ``ENVSIM_SANDBOX_PACKAGES``: unset or ``auto`` (the rule above), ``none`` (no third-party
-package beyond ``pydantic``), or a comma-separated list (exactly those, where installed). The packages a run
-allowed are written to its ``config.json`` (``sandbox_packages``).
+The user decides with ``envsim eval --sandbox-packages`` or ``ENVSIM_SANDBOX_PACKAGES``: ``auto`` (default: the
+rule above), ``none`` (no third-party package beyond ``pydantic``), or a comma-separated list (exactly those, where
+installed). The packages a run allowed are written to its ``config.json`` (``sandbox_packages``).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import importlib.util
 import os
 import sys
+from typing import Iterator
 
 from envsim.envs.sandbox.trust import user_trusted_modules
 from envsim.envs.sandbox.worker import FORBIDDEN_MODULES, REQUESTABLE
 
 #: The user's setting: ``auto`` (default), ``none`` or a comma-separated list of packages.
 SETTING = "ENVSIM_SANDBOX_PACKAGES"
+_GIVEN: list[str] = []   # a setting given for one command (``using_setting``), over the environment variable
+
+
+def setting_problem(setting: str) -> str | None:
+    """Why ``setting`` is not ``auto``, ``none`` or a comma-separated list of package names (``None``: it is)."""
+    if setting.strip().lower() in ("auto", "none"):
+        return None
+    bad = [name.strip() for name in setting.split(",") if not name.strip().isidentifier()]
+    return f"not a package name: {bad[0]!r} (give auto, none or names separated by commas)" if bad else None
+
+
+@contextlib.contextmanager
+def using_setting(setting: str | None) -> Iterator[None]:
+    """Use ``setting`` (``auto``, ``none`` or a list) instead of ``ENVSIM_SANDBOX_PACKAGES`` while the block runs."""
+    if setting is None:
+        yield
+        return
+    _GIVEN.append(setting)
+    try:
+        yield
+    finally:
+        _GIVEN.pop()
 
 
 def allowed_packages() -> tuple[str, ...]:
     """The packages shown code may have a worker import before confinement (``REQUESTABLE`` plus the user's)."""
-    setting = (os.environ.get(SETTING) or "auto").strip()
+    setting = (_GIVEN[-1] if _GIVEN else os.environ.get(SETTING) or "auto").strip()
     if setting.lower() == "auto":
         extra = user_environment_packages(user_trusted_modules(), len(sys.modules))
     elif setting.lower() == "none":

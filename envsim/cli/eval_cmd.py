@@ -83,6 +83,12 @@ from envsim.progress import progress_option
 @click.option("--horizon", type=click.IntRange(min=1), default=5, show_default=True, help="Steps per rollout episode.")
 @click.option("--episodes", type=click.IntRange(min=1), default=2, show_default=True,
               help="Rollout episodes per environment.")
+@click.option("--sandbox-packages", envvar="ENVSIM_SANDBOX_PACKAGES", show_envvar=True, default="auto",
+              show_default=True,
+              help="Third-party packages the executor baseline's sandbox may import before it confines itself: "
+                   "auto (those your trusted environment imports, when the shown code imports them), none, or a "
+                   "comma-separated list. pydantic and sqlite3 (in-memory) are always available. Written to "
+                   "RUN/config.json as sandbox_packages.")
 @env_module_option
 @tau_path_option
 def eval_cmd(model: str, base_url: tuple[str, ...], extra_json: str | None, tokenizer_dir: str | None,
@@ -106,9 +112,17 @@ def eval_cmd(model: str, base_url: tuple[str, ...], extra_json: str | None, toke
     except ValueError as exc:
         raise click.BadParameter(f"--extra: {exc}") from None
     _refuse_misspelt_baseline(model, base_url, options.get("base_url_file"))
+    from envsim.envs.sandbox.packages import setting_problem, using_setting
+
+    sandbox_packages = options.pop("sandbox_packages")
+    problem = setting_problem(sandbox_packages)
+    if problem:
+        raise click.BadParameter(problem, param_hint="--sandbox-packages")
     try:
-        summary = evaluate(model, base_url=base_url, extra=extra, tokenizer=tokenizer_dir, min_scored=min_scored,
-                           echo=click.echo, echo_err=lambda text: click.echo(text, err=True), **options)
+        with using_setting(sandbox_packages):
+            summary = evaluate(model, base_url=base_url, extra=extra, tokenizer=tokenizer_dir,
+                               min_scored=min_scored, echo=click.echo,
+                               echo_err=lambda text: click.echo(text, err=True), **options)
     except InvalidOption as exc:
         raise click.BadParameter(exc.message, param_hint=exc.option) from None
     except EvalStopped as exc:  # the message may hold an endpoint's words: shown with controls escaped

@@ -36,3 +36,17 @@ def test_nothing_trusted_adds_nothing(monkeypatch):
     monkeypatch.delenv("ENVSIM_SANDBOX_PACKAGES", raising=False)
     forget_trusted()
     assert allowed_packages() == ("pydantic", "sqlite3")
+
+
+def test_eval_takes_the_setting_for_one_command_and_refuses_a_bad_one(monkeypatch, hotel_trusted):
+    from click.testing import CliRunner
+
+    from envsim.cli import main
+    from envsim.envs.sandbox.packages import using_setting
+
+    monkeypatch.delenv("ENVSIM_SANDBOX_PACKAGES", raising=False)
+    with using_setting("none"):
+        assert allowed_packages() == ("pydantic", "sqlite3")
+    assert "loguru" in allowed_packages()  # the setting held for the block only
+    refused = CliRunner().invoke(main, ["eval", "--model", "executor", "--sandbox-packages", "loguru, os.path"])
+    assert refused.exit_code == 2 and "not a package name: 'os.path'" in refused.output
