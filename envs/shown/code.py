@@ -320,6 +320,8 @@ class _Follower:
                     piece.needs |= refs.names
                 self._follow_refs(refs, klass.__module__, scope, context=context)
             return
+        if klass in self.data_classes:  # a member its library made (an Enum's __new__, a dataclass's __init__)
+            return
         self._use_attached(klass, name, vars(klass)[name], context)
 
     def _use_attached(self, klass: type, name: str, value: Any, context: type) -> None:

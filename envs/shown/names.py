@@ -192,6 +192,8 @@ def class_node(cls: type) -> tuple[ModuleSource, ast.ClassDef] | None:
 
 #: Decorators that do not make a method run by itself (a method under them runs only when called).
 _PLAIN_DECORATORS = ("classmethod", "staticmethod")
+#: Plain-named members a library calls by itself (pydantic after validation, Enum on a value it lacks).
+_IMPLICIT_MEMBERS = ("model_post_init", "_missing_", "_generate_next_value_")
 
 
 def always_kept_members(node: ast.ClassDef) -> list[str]:
@@ -205,7 +207,8 @@ def always_kept_members(node: ast.ClassDef) -> list[str]:
             decorators = [d.func if isinstance(d, ast.Call) else d for d in stmt.decorator_list]
             named = {d.id if isinstance(d, ast.Name) else d.attr if isinstance(d, ast.Attribute) else "?"
                      for d in decorators}
-            if (stmt.name.startswith("__") and stmt.name.endswith("__")) or named - set(_PLAIN_DECORATORS):
+            if (stmt.name.startswith("__") and stmt.name.endswith("__")) or named - set(_PLAIN_DECORATORS) \
+                    or stmt.name in _IMPLICIT_MEMBERS:
                 kept.append(stmt.name)
         else:
             kept += [n for n in bound_names(stmt) if n not in kept]

@@ -20,6 +20,7 @@ from envsim.evaluation.scoring.scoring import score_prediction
 
 LEDGER = "tests.fixtures.ledger.wrapper:LedgerEnv"
 REGISTRY = "tests.fixtures.ledger.registry:RegistryLedgerEnv"
+BOXES = "tests.fixtures.boxes:BoxEnv"
 HOTEL = "tests.fixtures.hotel.wrapper:HotelEnv"
 LEDGER_TOOLS = ("calculate", "get_balance", "convert", "deposit", "transfer", "freeze_account", "open_account")
 
@@ -71,6 +72,12 @@ def _record(target: str, tool: str, arguments: dict) -> dict:
     return to_record(execute(env, env.sample_state(0), {"name": tool, "arguments": arguments}), env, "test")
 
 
+def test_members_a_library_calls_by_itself_are_kept_and_library_made_ones_noted_nowhere():
+    code = shown_tool_code(wrap_target(BOXES), "add_box")
+    assert "def _missing_(cls" in code and "def model_post_init(self" in code and "def label(self)" in code
+    assert "volume_hint" not in code and "cannot show" not in code
+
+
 @pytest.mark.parametrize(("target", "tool", "arguments"), [
     (LEDGER, "transfer", {"from_account": "A001", "to_account": "A002", "amount": 12.5}),
     (LEDGER, "calculate", {"a": 2, "b": 3, "operation": "divide"}),
@@ -79,6 +86,7 @@ def _record(target: str, tool: str, arguments: dict) -> dict:
     (HOTEL, "add_extras", {"reservation_id": "R0001", "extras": [{"code": "crib"}, {"code": "parking"}]}),
     (HOTEL, "check_in", {"reservation_id": "R0002"}),
     (HOTEL, "get_guest", {"guest_id": "G001"}),
+    (BOXES, "add_box", {"box_id": "b2", "size": "xl"}),
 ])
 def test_the_executor_answers_from_the_shown_code(target, tool, arguments, trusted_modules):
     record = _record(target, tool, arguments)
