@@ -20,6 +20,7 @@ import secrets
 import signal
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -226,6 +227,19 @@ def worker_start(parent: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="envsim-parent-watch").start()
 
 
+@contextmanager
+def _ctrl_c_ignored() -> Iterator[None]:
+    """SIGINT ignored in this process meanwhile (main thread only; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _stop_workers(pool: ProcessPoolExecutor) -> None:
     """Kill the pool's workers now (a batch in progress is dropped; what was journaled stays)."""
     processes = list(getattr(pool, "_processes", {}).values())  # no public handle on the workers
@@ -263,11 +277,12 @@ def _labelled_batches(path: Path, split: str, lines: list[LogLine], workers: int
         _warm(path, lines[0], split)
     pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_start, initargs=(os.getpid(),))
     try:
-        results = pool.map(labelled_batch, grouped)
-        for batch in grouped:
+        with _ctrl_c_ignored():  # the workers are forked here: none sees Ctrl-C before it ignores it itself
+            futures = [pool.submit(labelled_batch, batch) for batch in grouped]
+        # futures, not pool.map: map cancels what is pending when stopped, racing the pool's own clean-up (3.11)
+        for batch, future in zip(grouped, futures):
             running(first)
-            result = next(results)
-            yield result
+            yield future.result()
             first += len(batch[2])
     except BaseException:
         _stop_workers(pool)
