@@ -10,7 +10,7 @@ labelling or a benchmark reader would refuse later:
   to infinity such as ``1e999``, no integer longer than Python reads);
 * nesting deeper than ``jsonsafe.MAX_DEPTH`` (measured on the text, before it is decoded: a record holds a state or
   an argument at most as deep as the line does, so what is written is what ``eval`` reads), and more JSON values
-  than ``envs.executor.MAX_STATE_VALUES`` (counted on the text before it is decoded, so a line of ten million
+  than ``envs.sandbox.executor.MAX_STATE_VALUES`` (counted on the text before it is decoded, so a line of ten million
   values costs no memory);
 * a line that is not an object, an unknown or untrusted environment, ``actions`` that are not a list of calls
   ``{"name": string, "arguments": object}`` (arguments given as a JSON string are decoded by the same rules),
@@ -40,7 +40,7 @@ __all__ = ["LogLine", "LoggedEpisode", "ReplayError", "MAX_LOG_LINE_BYTES", "MAX
 #: Longest log line read (bytes, without its newline): the largest state a benchmark file can store
 #: (``benchmark.state_store.MAX_BLOB_BYTES``) is 32 MiB, and a line holds its state.
 MAX_LOG_LINE_BYTES = 32 << 20
-#: Most JSON values one log line may hold: what labelling accepts of a state (``envs.executor.MAX_STATE_VALUES``).
+#: Most JSON values one log line may hold: what labelling accepts of a state (``envs.sandbox.executor.MAX_STATE_VALUES``).
 MAX_LOG_VALUES = 2_000_000
 #: Deepest nesting of an argument given as a JSON string: an argument sits three levels down in a log line
 #: (``{"actions": [{"arguments": ...}]}``), as deep as the line bound allows.
