@@ -53,17 +53,12 @@ def _construct_args(log: Path, out: Path, workers: int, module: str) -> list[str
 
 
 def construct(log: Path, out: Path, workers: int = 1, module: str = SHOP_MODULE) -> tuple[int, str, float, float]:
-    """``envsim construct --policy replay`` in a fresh process: exit code, output, wall seconds, its peak resident
-    MB."""
-    started = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as output:
-        process = subprocess.Popen(_construct_args(log, out, workers, module), stdout=output, stderr=output,
-                                   text=True, env=_env())
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-        wall = time.perf_counter() - started
-        output.seek(0)
-        return process.returncode, output.read(), wall, usage.ru_maxrss / 1024
+    """``envsim construct --policy replay`` in a fresh process: exit code, its stderr, wall seconds, its own peak
+    resident MB (``child_usage``: never the parent's size)."""
+    from child_usage import run_python
+
+    usage = run_python(_construct_args(log, out, workers, module)[1:], env=_env())
+    return usage.exit_code, usage.tail, usage.wall, usage.peak_mb
 
 
 def good_lines(tasks: int = 2) -> str:
