@@ -10,7 +10,8 @@ The journal is ``OUT.replay-journal`` beside the output, JSONL:
   (``replay_workers.state_change``).
 
 A task is taken from the journal only when its log line has the same number and the same bytes (digest) as when
-it was journaled; a journal of another split is set aside. It is read without following a link, only as a
+it was journaled; a journal of another split, or holding records of an environment whose code changed since
+(``env_version``, checked by ``replay_workers``), is set aside. It is read without following a link, only as a
 regular file, each line by ``jsonsafe``'s strict rules; the first line it cannot read ends what is taken (a task
 cut short by a kill) and the rest is labelled again. A resumed journal is rewritten whole (renamed into place)
 before anything is added, then appended to, one task at a time. It is removed once the output is written.

@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from envsim.benchmark.state_store import MAX_BLOB_BYTES
 from envsim.envs.base import Environment
+from envsim.envs.sandbox.executor import MAX_STATE_VALUES
 from envsim.jsonsafe import MAX_DEPTH, JSONLimitError, count_values, loads, loads_utf8, nests_deeper
 from envsim.records import Action
 
@@ -38,10 +40,10 @@ __all__ = ["LogLine", "LoggedEpisode", "ReplayError", "MAX_LOG_LINE_BYTES", "MAX
            "line_entry", "read_line", "read_episode", "state_digest"]
 
 #: Longest log line read (bytes, without its newline): the largest state a benchmark file can store
-#: (``benchmark.state_store.MAX_BLOB_BYTES``) is 32 MiB, and a line holds its state.
-MAX_LOG_LINE_BYTES = 32 << 20
-#: Most JSON values one log line may hold: what labelling accepts of a state (``envs.sandbox.executor.MAX_STATE_VALUES``).
-MAX_LOG_VALUES = 2_000_000
+#: (``benchmark.state_store.MAX_BLOB_BYTES``, 32 MiB), as a line holds its state.
+MAX_LOG_LINE_BYTES = MAX_BLOB_BYTES
+#: Most JSON values one log line may hold: what labelling accepts of a state (``envs.sandbox.executor``).
+MAX_LOG_VALUES = MAX_STATE_VALUES
 #: Deepest nesting of an argument given as a JSON string: an argument sits three levels down in a log line
 #: (``{"actions": [{"arguments": ...}]}``), as deep as the line bound allows.
 _ARGUMENT_DEPTH = MAX_DEPTH - 3

@@ -309,6 +309,10 @@ def replayed_records(path: Path, split: str, workers: int = 1, progress: Any = N
     starts: dict[str, Any] = dict(book.starts) if book is not None else {}
     done: dict[tuple[int, str], Any] = dict(book.tasks) if book is not None else {}
     if book is not None:
+        changed = _changed_environments(done)
+        if changed:  # records of an environment whose code changed since: labelled again, all of them
+            book.notes.append(f"{journal} set aside: {', '.join(changed[:3])} changed since it was written")
+            done, starts = {}, {}
         for note in book.notes:
             say(f"replay: {note}")
         resumed = [line for line in lines if (line.number, line.digest) in done]
@@ -357,6 +361,28 @@ def replayed_records(path: Path, split: str, workers: int = 1, progress: Any = N
         stream.close()
         if book is not None:
             book.close()
+
+
+def _changed_environments(done: dict[tuple[int, str], Any]) -> list[str]:
+    """The environments of journaled records whose ``env_version`` is not what the environment hashes to now."""
+    from envsim.envs.registry import get_env
+    from envsim.envs.shown import env_version
+
+    versions: dict[str, str | None] = {}
+    changed: list[str] = []
+    for task in done.values():
+        for record, _digest, _change in task.calls:
+            env_id = record.get("env")
+            if not isinstance(env_id, str):
+                return ["a record without an environment"]
+            if env_id not in versions:
+                try:
+                    versions[env_id] = env_version(get_env(env_id))
+                except Exception:  # noqa: BLE001 - an environment gone since: its records are not taken
+                    versions[env_id] = None
+            if record.get("env_version") != versions[env_id] and env_id not in changed:
+                changed.append(env_id)
+    return changed
 
 
 def _rebuilt(calls: list[SentCall], starts: dict[str, Any], where: str,

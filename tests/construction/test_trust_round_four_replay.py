@@ -290,3 +290,18 @@ def test_state_blobs_are_never_written_through_a_link_planted_at_out_states(tmp_
     assert list(outside.iterdir()) == []
     assert result.exit_code == 1 and "replayed_states" in result.output and "symbolic link" in result.output
     assert "Traceback" not in result.output and not out.exists()
+
+
+def test_a_journal_of_an_environment_changed_since_is_set_aside(tmp_path):
+    from envsim.construction.replay_workers import replayed_records
+
+    log, out = tmp_path / "log.jsonl", tmp_path / "out.jsonl"
+    _log(log, 2, 2)
+    journal = Path(f"{out}.replay-journal")
+    list(replayed_records(log, "test", 1, journal=journal))
+    text = journal.read_text()
+    assert '"env_version":"' in text
+    start = text.index('"env_version":"') + len('"env_version":"')
+    journal.write_text(text[:start] + "0" * 16 + text[start + 16:])  # as if the environment's code had changed
+    result = _construct(log, out, 1)
+    assert result.exit_code == 0 and "changed since it was written" in result.output and "resuming" not in result.output
