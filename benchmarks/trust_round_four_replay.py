@@ -432,8 +432,14 @@ def changed_code() -> tuple[bool, str]:
                          "its code is not what")
 
 
-@check("9", "a release that changes more than the import lines (an observation)")
+@check("9", "a changed observation in the base (was carried into the release)")
 def changed_observation() -> tuple[bool, str]:
+    return bad_base_line("changed-observation", dump({**v1_record(), "observation": {"changed": True}}),
+                         "its observation is not what")
+
+
+@check("9", "a release that would change more than the import lines")
+def release_changes_more() -> tuple[bool, str]:
     from envsim.construction import point_release as release
 
     old = v1_record()

@@ -10,7 +10,8 @@ import statements it needs (``envs.shown.imports.with_imports``, names looked up
 came from) and copies everything else of the folder as it is. Every other field stays byte-identical: each
 line is re-serialised exactly as the base file holds it (checked line by line), the environment modules must
 still hash to the records' ``env_version`` (required), each shown code must be the code the environment shows for
-its tool now (``labelling.record_code``), and every new record must equal its base record but for the import lines
+its tool now (``labelling.record_code``), a one-step record's observation and next state what the environment gives
+for its action on its state now (``observed_problem``), and every new record must equal its base record but for the import lines
 (and BFCL's state mapping) put before (after) its code (``release_problem``).
 
 What it writes and reads is bounded (``checked_places``, ``copy_folder``): a release is a new folder named by a plain
@@ -38,8 +39,8 @@ from typing import Any, Iterator, Mapping
 from envsim.envs.shown import with_imports
 from envsim.jsonsafe import MAX_DEPTH, dumps_line, loads, write_text_atomic
 
-__all__ = ["ReleaseError", "checked_places", "copy_folder", "derive_release", "release_line", "release_problem",
-           "released_code", "released_lines"]
+__all__ = ["ReleaseError", "checked_places", "copy_folder", "derive_release", "observed_problem", "release_line",
+           "release_problem", "released_code", "released_lines"]
 
 #: Files of the base folder that a point release does not copy (its own card, build file and accepted misses).
 OWN_FILES = {"README.md", "build.json", "executor_misses.json"}
@@ -148,6 +149,24 @@ def _shown_now(env_class: type, holder: dict[str, Any], codes: dict[tuple[type, 
     return codes[key]
 
 
+def observed_problem(env_class: type, record: dict[str, Any]) -> str | None:
+    """For a one-step record holding its states (not a chained episode, not a stored-state reference): why its
+    observation or next state is not what its environment gives for its action on its state now (the executor),
+    else ``None``."""
+    from envsim.delta import canonical_json
+    from envsim.envs.sandbox import execute
+    from envsim.records import Action
+
+    if "steps" in record or not all(isinstance(record.get(k), dict) for k in ("state", "next_state", "action")) \
+            or "observation" not in record:
+        return None
+    transition = execute(env_class, record["state"], Action.from_json(record["action"]))
+    for field, value in (("observation", transition.observation), ("next_state", transition.next_state)):
+        if canonical_json(value) != canonical_json(record[field]):
+            return f"its {field} is not what {record['env']} gives for its action on its state"
+    return None
+
+
 def release_problem(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     """Why the released record ``new`` is not its base record ``old`` with import lines put before each code (and,
     for BFCL, the state mapping after it), or ``None``."""
@@ -206,6 +225,9 @@ def release_line(line: str, where: str, classes: dict[str, type],
                            f"{record['env_version']}: the environment changed since the base was built")
     new = json.loads(line)
     try:
+        problem = observed_problem(env_class, record)
+        if problem is not None:
+            raise ReleaseError(f"{where}: {problem}: the base was changed")
         for holder in _holders(new):
             if not isinstance(holder, dict) or not isinstance(holder.get("code"), str):
                 raise ValueError("a record or step without a string 'code'")

@@ -55,11 +55,12 @@ def test_out_inside_a_shipped_version_or_the_base_is_refused(out, capsys):
     assert _folder_hash(BENCHMARK_DIR / out.split("/")[0]) == before and not (BENCHMARK_DIR / "v1" / "inside").exists()
 
 
-@pytest.mark.parametrize("name", ["../escaped", "/tmp/escaped-release", "a/b", "..", "."])
-def test_release_names_outside_the_benchmark_folder_are_refused(name, capsys):
+@pytest.mark.parametrize("name", ["../escaped", "ABSOLUTE", "a/b", "..", "."])
+def test_release_names_outside_the_benchmark_folder_are_refused(name, capsys, tmp_path):
+    name = str(tmp_path / "escaped-release") if name == "ABSOLUTE" else name
     assert point_release.main(["--base", "v1", "--release", name]) == 1
     assert "a release is a plain folder name" in capsys.readouterr().err
-    assert not (BENCHMARK_DIR.parent / "escaped").exists() and not Path("/tmp/escaped-release").exists()
+    assert not (BENCHMARK_DIR.parent / "escaped").exists() and not (tmp_path / "escaped-release").exists()
 
 
 def test_links_planted_in_the_output_are_never_written_through(tmp_path):
@@ -152,3 +153,12 @@ def test_release_problem_names_a_changed_observation_or_code():
     new = json.loads(json.dumps(old))
     new["code"] = old["code"].replace("def ", "def _", 1)
     assert "code" in release_problem(old, new)
+
+
+@pytest.mark.parametrize("field", ["observation", "next_state"])
+def test_a_base_record_whose_observation_or_next_state_was_changed_is_refused(field):
+    record = json.loads(_v1_lines(1)[0])
+    record[field] = {"changed": True} if field == "observation" else {**record["next_state"], "extra": 1}
+    line = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    with pytest.raises(ReleaseError, match=f"its {field} is not what"):
+        release_line(line, "x:1", {})
