@@ -11,6 +11,9 @@ written in) and ``set_authorizer`` the tables and columns each one reads. The ro
   ``WHERE a.doctor_id = 'D007' AND a.day = '2026-04-26'``, ``WHERE order_id IN (3, 4)``; a join
   (``ON a.id = i.appointment_id``) narrows each side to the rows matching the other side's;
 * the row whose key a call's ``INSERT`` gives, if there is one (its PRIMARY KEY check reads it: the insert fails);
+* the rows the call's arguments name, whatever path it took: an argument equal to a cell of an id column
+  (``id``, ``customer_id``) or of a column whose values are all different (``email``, ``sku``), numbers only
+  for id parameters; so a call that stops early shows the rows a call that goes on would name too;
 * the rows those rows reference by a foreign key (``REFERENCES customers(id)`` in the traced ``CREATE TABLE``),
   and the parents an ``INSERT`` names (a foreign key checked at insert time);
 * the row with the highest id of a table the call inserts into (SQLite numbers a new row after it);
@@ -168,6 +171,16 @@ def _primary_keys(statements: list[tuple[str, set]]) -> dict[str, str]:
     return keys
 
 
+def _argument_values(action: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``(parameter, value)`` for each scalar argument of the call (list items one by one)."""
+    out = []
+    for name, value in ((action or {}).get("arguments") or {}).items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, (str, int)) and not isinstance(item, bool):
+                out.append((name, item))
+    return out
+
+
 def _create_columns(statements: list[tuple[str, set]]) -> dict[str, list[str]]:
     """table -> its columns in ``CREATE TABLE`` order (an ``INSERT`` without a column list gives values so)."""
     out: dict[str, list[str]] = {}
@@ -283,6 +296,15 @@ def traced_rows(env_class: type, state: dict[str, Any], action: dict[str, Any]) 
         if ids and isinstance(tables[table][0][0], int):
             keep[table].add(max(range(len(rows)), key=lambda i: rows[i][ids[0]]))
     foreign = _foreign_keys(trace.statements)
+    arguments = _argument_values(action)
+    for table, rows in tables.items() if arguments else ():  # rows the arguments name, whatever path the call took
+        keyed = [c for c in columns[table] if c.lower().endswith("id") or c == primary.get(table)
+                 or len({_norm(r.get(c)) for _, r in rows}) == len(rows)]  # id columns and columns of unique values
+        for name, value in arguments:
+            for column in keyed:
+                if isinstance(value, int) and not name.lower().endswith(("id", "ids")):
+                    continue
+                keep[table] |= matching(table, column, [value]) if (isinstance(value, int) or len(value) >= 2) else set()
     for table, named in inserts:  # a row with the key an INSERT gives is read (a UNIQUE/PRIMARY KEY check)
         column = primary.get(table, "id")
         if column in named:
