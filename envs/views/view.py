@@ -346,6 +346,21 @@ def build_view(state: Any, needs: ReadNeeds) -> View:
     return view
 
 
+#: The last line of your own environment's shown code (``envs.shown.code.ENTRY_LINE``).
+_ENTRY = re.compile(r"^# The call runs \w+\.\w+ on an object whose public attributes are the state\.$", re.MULTILINE)
+
+
+def _top_level_present(state: dict[str, Any], needs: ReadNeeds) -> ReadNeeds:
+    """``needs`` with every top-level dict of the state present (maybe empty) and every top-level scalar shown: the
+    code of one's own environment runs on an object whose public attributes are the state, and a wrapper may hand
+    every attribute to a toolkit (``LedgerToolkit(self.accounts, self.rates, self.transfers)``) through code the
+    analysis does not follow (a tool looked up by name). Lists keep the analysis's reading."""
+    out = copy.copy(needs)
+    out.reach = set(needs.reach) | {(k,) for k, v in state.items() if isinstance(v, dict)}
+    out.full = set(needs.full) | {(k,) for k, v in state.items() if not isinstance(v, (dict, list))}
+    return out
+
+
 def rows_view(state: Any, traced: dict[str, Any]) -> View:
     """The view of the table rows a call's SQL reads, traced at the database at construction (``sql_reads``):
     ``traced["tables"]`` names, per top-level table, the rows shown (list indices of a table stored as a list,
@@ -398,8 +413,10 @@ def compute_view(state: Any, tool_name: str, arguments: dict[str, Any], tool_sou
         if name not in arguments and isinstance(spec, dict) and "default" in spec:
             arguments[name] = spec["default"]
     needs = analyse_reads(state, tool_name, arguments, tool_source)
-    if widening:
+    if widening:  # a widening keeps every top-level key present itself
         needs = widen_needs(state, needs, widening)
+    elif isinstance(state, dict) and _ENTRY.search(tool_source or ""):
+        needs = _top_level_present(state, needs)
     view = build_view(state, needs)
     view.widening = widening or None
     return view
