@@ -143,7 +143,8 @@ def labelled_task(path: Path, line: LogLine, split: str, sent_starts: set[str]) 
                 raise ReplayError(f"{where}: call {index} ({record['action']['name']}): {problem} nests deeper than "
                                   f"{MAX_DEPTH} levels (jsonsafe.MAX_DEPTH); a benchmark file cannot hold it")
             digest = start = None
-            if previous is None or before is not previous:
+            # a new starting state: the task's first, or a state that is not (equal to) the one the last call left
+            if previous is None or (before is not previous and _digest_of(before) != _digest_of(previous)):
                 digest = _digest_of(before)
                 if digest not in sent_starts:
                     sent_starts.add(digest)
