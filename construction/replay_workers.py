@@ -1,11 +1,12 @@
 """Labelling a replay log (``construct --policy replay``), in this process or in ``--workers N`` processes.
 
 Both ways share everything but where a task runs: the log is checked whole first (``replay_log.checked_lines``),
-tasks (log lines) are labelled by ``labelled_tasks`` (``policies.episode_calls`` and ``cow_labelling.RecordMaker``),
+tasks (log lines) are labelled by ``labelled_task`` (``policies.episode_calls`` and ``cow_labelling.RecordMaker``),
 in batches of consecutive tasks (one round trip per batch, not per task: ``batches``), each line read again at
 the byte offset the check found and refused when its bytes changed since. Each record comes back without its two
 states (``None`` in their places): a task's starting state is sent once per process under its digest, every call
-sends what its next state changed (``state_change``). The copy-on-write
+sends what its next state changed (``state_change``). Worker processes die with their parent and leave Ctrl-C to
+it (``replay_processes``); labelled tasks are journaled by the caller's choice (``replay_journal``). The copy-on-write
 labeller's next state shares every record the call left as it was, so the change is found by identity and
 holds only the records the call wrote; the parent rebuilds each state (``rebuilt_state``) sharing the records
 the previous one holds, as the labeller did. Records, their order and the files written are the same as with
@@ -17,15 +18,13 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
-import threading
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from envsim.construction.replay_log import LogLine, ReplayError, checked_lines, read_episode, read_line, state_digest
+from envsim.construction.replay_processes import ctrl_c_ignored, stop_workers, worker_start
 from envsim.jsonsafe import MAX_DEPTH, too_deep
 
 _ABSENT = object()
@@ -199,60 +198,6 @@ def _warm(path: Path, line: LogLine, split: str) -> None:
     _digest_of(episode.state)
 
 
-def _set_parent_death_signal() -> None:
-    """Linux: the kernel kills this process when the parent dies (``prctl(PR_SET_PDEATHSIG, SIGKILL)``)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):
-        pass
-
-
-def _watch_parent(parent: int) -> None:
-    """Exit this process once ``parent`` is no longer its parent (the parent died; portable fallback)."""
-    import time
-
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(1)
-
-
-def worker_start(parent: int) -> None:
-    """Start of a replay worker: dies with its parent (never an orphan), leaves Ctrl-C to the parent."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _set_parent_death_signal()
-    if os.getppid() != parent:  # the parent died before the signal was asked for
-        os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="envsim-parent-watch").start()
-
-
-@contextmanager
-def _ctrl_c_ignored() -> Iterator[None]:
-    """SIGINT ignored in this process meanwhile (main thread only; elsewhere nothing changes)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Kill the pool's workers now (a batch in progress is dropped; what was journaled stays)."""
-    processes = list(getattr(pool, "_processes", {}).values())  # no public handle on the workers
-    for process in processes:
-        try:
-            process.kill()
-        except (OSError, ValueError):
-            pass
-    # no cancel_futures: the pool marks every pending batch broken itself (cancelling them too races with that)
-    pool.shutdown(wait=True)
-
-
 class ReplayStopped(Exception):
     """Labelling stopped before the end (a worker died, Ctrl-C, a bad line met while labelling); the message says
     what is kept and how to resume. ``interrupted``: stopped by Ctrl-C."""
@@ -278,7 +223,7 @@ def _labelled_batches(path: Path, split: str, lines: list[LogLine], workers: int
         _warm(path, lines[0], split)
     pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_start, initargs=(os.getpid(),))
     try:
-        with _ctrl_c_ignored():  # the workers are forked here: none sees Ctrl-C before it ignores it itself
+        with ctrl_c_ignored():  # the workers are forked here: none sees Ctrl-C before it ignores it itself
             futures = [pool.submit(labelled_batch, batch) for batch in grouped]
         # futures, not pool.map: map cancels what is pending when stopped, racing the pool's own clean-up (3.11)
         for batch, future in zip(grouped, futures):
@@ -286,7 +231,7 @@ def _labelled_batches(path: Path, split: str, lines: list[LogLine], workers: int
             yield future.result()
             first += len(batch[2])
     except BaseException:
-        _stop_workers(pool)
+        stop_workers(pool)
         raise
     pool.shutdown(wait=True)
 
