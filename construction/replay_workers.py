@@ -311,7 +311,7 @@ def replayed_records(path: Path, split: str, workers: int = 1, progress: Any = N
 
 def _changed_environments(done: dict[tuple[int, str], Any]) -> list[str]:
     """The environments of journaled records whose ``env_version`` is not what the environment hashes to now."""
-    from envsim.envs.registry import get_env
+    from envsim.envs.registry import get_env, refusal
     from envsim.envs.shown import env_version
 
     versions: dict[str, str | None] = {}
@@ -322,8 +322,8 @@ def _changed_environments(done: dict[tuple[int, str], Any]) -> list[str]:
             if not isinstance(env_id, str):
                 return ["a record without an environment"]
             if env_id not in versions:
-                try:
-                    versions[env_id] = env_version(get_env(env_id))
+                try:  # an id the log did not trust is never imported because a journal names it
+                    versions[env_id] = None if refusal(env_id) else env_version(get_env(env_id))
                 except Exception:  # noqa: BLE001 - an environment gone since: its records are not taken
                     versions[env_id] = None
             if record.get("env_version") != versions[env_id] and env_id not in changed:
