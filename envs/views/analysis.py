@@ -23,8 +23,9 @@ mixins combined here: ``state`` (state access), ``statements``, ``expressions``,
 from __future__ import annotations
 
 import ast
-import threading
 from typing import Any, Iterator
+
+from envsim.ast_parse import parse
 
 from envsim.envs.views.calls import CallsMixin
 from envsim.envs.views.expressions import ExpressionsMixin
@@ -41,10 +42,6 @@ from envsim.envs.views.values import (  # noqa: F401  (re-exported: importers us
 MAX_TOOL_SOURCE_CHARS = 256 << 10
 
 
-#: One ``ast.parse`` at a time in this process (see ``parse_tool_source``).
-_PARSE_LOCK = threading.Lock()
-
-
 class ToolCodeUnreadable(ValueError):
     """A tool's code that Python's parser cannot read: a syntax error, or nesting past the parser's limits."""
 
@@ -59,8 +56,7 @@ def parse_tool_source(source: str) -> ast.Module:
         raise ToolCodeUnreadable(f"{len(source):,} characters, over the {MAX_TOOL_SOURCE_CHARS:,}-character limit "
                                  "(MAX_TOOL_SOURCE_CHARS) on code the analysis parses")
     try:
-        with _PARSE_LOCK:  # CPython 3.11's AST builder keeps its recursion depth in shared state: two parses at
-            return ast.parse(source)  # once (views built in eval's worker threads) can fail with SystemError
+        return parse(source)  # one at a time (envsim.ast_parse: eval's worker threads)
     except (SyntaxError, ValueError) as exc:
         raise ToolCodeUnreadable(f"{type(exc).__name__}: {str(exc)[:160]}") from None
     except (RecursionError, MemoryError):  # CPython's parser reports too deep nesting so
