@@ -151,8 +151,8 @@ def _shown_now(env_class: type, holder: dict[str, Any], codes: dict[tuple[type, 
 
 def observed_problem(env_class: type, record: dict[str, Any]) -> str | None:
     """For a one-step record holding its states (not a chained episode, not a stored-state reference): why its
-    observation or next state is not what its environment gives for its action on its state now (the executor),
-    else ``None``."""
+    observation, next state or patch (``delta_size``, ``changed_paths``) is not what its environment gives for its
+    action on its state now (the executor), else ``None``."""
     from envsim.delta import canonical_json
     from envsim.envs.sandbox import execute
     from envsim.records import Action
@@ -161,8 +161,11 @@ def observed_problem(env_class: type, record: dict[str, Any]) -> str | None:
             or "observation" not in record:
         return None
     transition = execute(env_class, record["state"], Action.from_json(record["action"]))
-    for field, value in (("observation", transition.observation), ("next_state", transition.next_state)):
-        if canonical_json(value) != canonical_json(record[field]):
+    for field, value in (("observation", transition.observation), ("next_state", transition.next_state),
+                         ("patch", transition.patch), ("delta_size", transition.delta_size),
+                         ("changed_paths", transition.changed_paths)):
+        if (field in record or field in ("observation", "next_state")) \
+                and canonical_json(value) != canonical_json(record.get(field)):
             return f"its {field} is not what {record['env']} gives for its action on its state"
     return None
 

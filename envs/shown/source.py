@@ -34,6 +34,13 @@ def class_source(cls: type) -> str:
     given = cls.__dict__.get(SOURCE_ATTRIBUTE)
     if given:
         return given
+    return _inspected_source(cls)
+
+
+@functools.lru_cache(maxsize=1024)
+def _inspected_source(cls: type) -> str:
+    """``inspect.getsource`` of a class, dedented, read once per class: Python 3.11 parses the class's whole module
+    on every call (``tool_code`` asks twice per tool: 860 module parses, 18 s of re-deriving v1.1's dev split)."""
     return textwrap.dedent(inspect.getsource(cls))
 
 
@@ -56,7 +63,9 @@ def env_version(cls: type) -> str:
     return version
 
 
+@functools.lru_cache(maxsize=1024)
 def _method_nodes(cls: type) -> dict[str, ast.FunctionDef]:
+    """The methods of ``cls``'s own class body by name, parsed once per class (read, never changed, by callers)."""
     tree = ast.parse(class_source(cls))
     classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     named = [n for n in classes if n.name == cls.__name__]

@@ -162,3 +162,11 @@ def test_a_base_record_whose_observation_or_next_state_was_changed_is_refused(fi
     line = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     with pytest.raises(ReleaseError, match=f"its {field} is not what"):
         release_line(line, "x:1", {})
+
+
+def test_a_base_record_whose_patch_was_changed_is_refused():
+    record = json.loads(_v1_lines(1)[0])
+    record["patch"] = [{"op": "add", "path": "/planted", "value": 1}]
+    line = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    with pytest.raises(ReleaseError, match="its patch is not what"):
+        release_line(line, "x:1", {})
