@@ -17,18 +17,9 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Iterator
 
+from envsim.process_guard import die_with_parent
+
 __all__ = ["ctrl_c_ignored", "stop_workers", "worker_start"]
-
-
-def _set_parent_death_signal() -> None:
-    """Linux: the kernel kills this process when the parent dies (``prctl(PR_SET_PDEATHSIG, SIGKILL)``)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):
-        pass
 
 
 def _watch_parent(parent: int) -> None:
@@ -43,8 +34,8 @@ def _watch_parent(parent: int) -> None:
 def worker_start(parent: int) -> None:
     """Start of a replay worker: dies with its parent (never an orphan), leaves Ctrl-C to the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _set_parent_death_signal()
-    if os.getppid() != parent:  # the parent died before the signal was asked for
+    die_with_parent(parent=parent)          # exits at once when the parent died before the request
+    if os.getppid() != parent:              # no prctl (not Linux) and the parent is already gone
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="envsim-parent-watch").start()
 

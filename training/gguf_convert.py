@@ -403,7 +403,7 @@ def conversion_bounds(model_dir: Path) -> tuple[float, int]:
 def run_converter(converter: Path, model_dir: Path, outfile: Path, outtype: str) -> None:
     """Convert ``model_dir`` to ``outfile`` within ``conversion_bounds`` (the converter dies with this process);
     ``GgufUnavailable`` with the converter's output tail on failure."""
-    from envsim.training.process_guard import child_setup
+    from envsim.process_guard import child_setup
 
     timeout, memory = conversion_bounds(model_dir)
     try:
@@ -428,7 +428,7 @@ def quantize_gguf(source: Path, outfile: Path, quantize: str) -> None:
     failed assertion in the library must not end this one)."""
     command = [sys.executable, "-m", "envsim.training.gguf_driver", "quantize", str(source), str(outfile),
                QUANTIZED_TYPES[quantize]]
-    from envsim.training.process_guard import child_setup
+    from envsim.process_guard import child_setup
 
     result = subprocess.run(command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
                             preexec_fn=child_setup())

@@ -280,7 +280,7 @@ def _launch(command: list[str], backend: str, model: str, host: str, port: int, 
             log_path: str | None, api_key: str | None) -> RunningServer:
     """Start ``command`` (dying with this process), read its output, wait until it answers as ours."""
     from envsim.safe_files import open_fresh
-    from envsim.training.process_guard import child_setup
+    from envsim.process_guard import child_setup
 
     nonce = secrets.token_hex(16)
     log = open_fresh(log_path, "wb") if log_path else None  # never through a link

@@ -179,16 +179,11 @@ def drop_privileges() -> int:
 
 
 def parent_death_signal() -> Any:
-    """A function that makes the calling process receive SIGKILL when its parent ends (Linux prctl)."""
-    import ctypes
-    import signal
+    """A function that makes the calling process receive SIGKILL when its parent ends (``process_guard``; Linux
+    prctl, looked up before confinement)."""
+    from envsim.process_guard import death_signal_arm
 
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-    def arm() -> None:
-        prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-
-    return arm
+    return death_signal_arm()
 
 
 def apply_landlock() -> None:
