@@ -5,7 +5,8 @@ pass to ``envsim eval --base-url``.
 
 What it guards against: a port another server already answers on is refused before anything starts (else that
 server would pass the readiness check and be evaluated instead; the llama.cpp server also proves it is ours by a
-nonce); the server dies with the process that started it, however that ends (``process_guard``: ``kill -9`` of
+nonce); a llama.cpp chat template that does not render an EnvSim-shaped conversation within time, memory and
+output bounds is refused before the server starts (``chat_template_probe``); the server dies with the process that started it, however that ends (``process_guard``: ``kill -9`` of
 ``envsim serve`` included); a server that stops before answering is reported with the last lines it wrote
 (``LOG_TAIL_LINES``, control characters escaped), with or without a log file; an API key (``api_key``) reaches
 llama.cpp and vLLM through their environment, never their command line."""
@@ -236,6 +237,19 @@ def backend_environment(backend: str, api_key: str | None, nonce: str) -> dict[s
     return env
 
 
+def refuse_hostile_template(gguf: str | os.PathLike[str], progress: Callable[[str], None] | None = None) -> None:
+    """``ServerStartFailed`` naming the class (time, memory, raised, output, unreadable) when the GGUF's chat
+    template does not render an EnvSim-shaped conversation within bounds (``chat_template_probe``): llama.cpp
+    would render it on every request with no bound, so a hostile one would hang or exhaust the server."""
+    from envsim.training.chat_template_probe import check_chat_template
+
+    if progress is not None:
+        progress(f"checking the chat template of {gguf} ...")
+    verdict = check_chat_template(gguf)
+    if verdict.refusal is not None:
+        raise ServerStartFailed(verdict.message(gguf))
+
+
 def start_server(model: str, backend: Backend = "auto", host: str = "127.0.0.1", port: int = 8000,
                  ready_timeout: float = 600.0, log_path: str | None = None, *, threads: int | None = None,
                  quantize: str = "f16", ctx: int = DEFAULT_CTX, progress: Callable[[str], None] | None = None,
@@ -245,7 +259,8 @@ def start_server(model: str, backend: Backend = "auto", host: str = "127.0.0.1",
 
     llama.cpp only: a checkpoint directory is converted to a GGUF file of type ``quantize`` first (cached; a
     ``.gguf`` file is served as it is), served with ``threads`` threads (``default_threads``) and a context of
-    ``ctx`` tokens; ``progress`` receives the conversion's progress lines. The server answers to any model
+    ``ctx`` tokens; ``progress`` receives the conversion's progress lines. Its chat template is rendered once,
+    bounded, before the server starts (``refuse_hostile_template``). The server answers to any model
     name, ``model`` as given included (what ``envsim eval --model`` sends); with ``api_key`` (llama.cpp, vLLM)
     only requests that carry it."""
     backend = resolve_backend(backend)  # type: ignore[assignment]
@@ -264,6 +279,7 @@ def start_server(model: str, backend: Backend = "auto", host: str = "127.0.0.1",
             gguf = gguf_for(model, quantize, progress=progress)
         except GgufUnavailable as exc:
             raise ServerStartFailed(str(exc)) from None
+        refuse_hostile_template(gguf, progress)
         command = serve_command(str(gguf), backend, host, port, model, threads=threads, ctx=ctx)
         refuse_taken_port(host, port)  # again: a conversion may take minutes
     else:
