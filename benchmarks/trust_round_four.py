@@ -516,6 +516,44 @@ def host_key_size() -> tuple[bool, str]:
         f"{big}, server still answering {alive}")
 
 
+HOSTILE_TEMPLATES = {
+    "time": "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    "memory": "{{ 'x' * 10**10 }}",
+    "raised": "{{ raise_exception('no') }}",
+    "output": "{% for m in messages %}{% for i in range(1000) %}{{ m['content'] }}{% endfor %}{% endfor %}",
+}
+
+
+def _with_template(template: str) -> Callable[[Path], None]:
+    """A ``variant`` change: the checkpoint's chat template (tokenizer_config.json and chat_template.jinja)."""
+    def change(folder: Path) -> None:
+        config = json.loads((folder / "tokenizer_config.json").read_text())
+        if "chat_template" in config or not (folder / "chat_template.jinja").exists():
+            config["chat_template"] = template
+            (folder / "tokenizer_config.json").write_text(json.dumps(config))
+        if (folder / "chat_template.jinja").exists():
+            (folder / "chat_template.jinja").write_text(template)
+    return change
+
+
+@check("14", "hostile chat templates (10^10 loop, a 10 GB string, raise_exception, 1000x output)")
+def hostile_templates() -> tuple[bool, str]:
+    needs_serving()
+    seen, held = [], True
+    for refusal, template in HOSTILE_TEMPLATES.items():
+        started = time.monotonic()
+        run = subprocess.run([sys.executable, "-m", "envsim.cli.main", "serve", "--model",
+                              str(variant(f"template-{refusal}", _with_template(template))), "--backend", "llama.cpp",
+                              "--port", str(_free_port()), "--ready-timeout", "120"], capture_output=True, text=True,
+                             timeout=600)
+        ok = (run.returncode == 1 and f"refused ({refusal})" in run.stderr and "serving" not in run.stdout
+              and "Traceback" not in run.stderr)
+        held = held and ok
+        seen.append(f"{refusal}: exit {run.returncode}{'' if ok else ' NOT refused as such'} "
+                    f"in {time.monotonic() - started:.0f} s")
+    return held, "; ".join(seen)
+
+
 def main() -> int:
     """Run the checks (``--only``: those whose finding or name contains a word); exit 1 unless all held."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -69,8 +69,8 @@ class TemplateVerdict:
                 "output": "rendered a prompt far larger than the conversation",
                 "unreadable": "could not be read from the file's metadata"}.get(self.refusal, self.refusal)
         return (f"chat template of {gguf} refused ({self.refusal}): it {what} on an EnvSim-shaped conversation"
-                + (f": {self.detail}" if self.detail else "") + ". llama.cpp would render it on every request, "
-                "unbounded; serve a checkpoint or GGUF whose template renders normally")
+                + (f": {self.detail}" if self.detail else "") + ". llama.cpp renders it on every request with no "
+                "bound on time or memory; serve a checkpoint or GGUF whose template renders normally")
 
 
 def _filler(chars: int, seed: str) -> str:
@@ -154,7 +154,7 @@ def render_all(template: str, bos: str, eos: str, seconds: float = RENDER_SECOND
                 return TemplateVerdict("output", f"{size:,} characters from a conversation of {given:,}")
             sizes.append(len(prompt))
     except _RenderTimeout:
-        return TemplateVerdict("time", f"stopped after {seconds:.0f} s")
+        return TemplateVerdict("time")
     except MemoryError:
         return TemplateVerdict("memory", f"over {RENDER_DATA_BYTES >> 20} MiB")
     except RecursionError:
