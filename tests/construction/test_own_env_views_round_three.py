@@ -15,7 +15,10 @@ from envsim.cli import main
 
 FIXTURES = ["tests.fixtures.clinic.wrapper:ClinicEnv", "tests.fixtures.telecom.wrapper:TelecomEnv", "tests.fixtures.flights.wrapper:AirlineEnv",
             "tests.fixtures.flights.big:BigAirlineEnv", "tests.fixtures.sqlshop.wrapper:SqlShopEnv",
-            "tests.fixtures.flights.holds:HoldingAirlineEnv"]
+            "tests.fixtures.flights.holds:HoldingAirlineEnv",
+            # the by-name, registry and pydantic-toolkit styles (test_own_env_round_three.py): the same path through
+            "tests.fixtures.ledger.wrapper:LedgerEnv", "tests.fixtures.ledger.registry:RegistryLedgerEnv",
+            "tests.fixtures.hotel.wrapper:HotelEnv"]
 
 
 def _run(args):
