@@ -21,6 +21,7 @@ import ast
 from collections import defaultdict
 from typing import Any, Iterator
 
+from envsim import ast_parse
 from envsim.construction.composition import Spec, stratified_sample
 from envsim.construction.labelling import deduplicate, to_record
 from envsim.construction.rollout import rollout, seeded_rollouts
@@ -52,7 +53,7 @@ class CallParseError(ValueError):
 def parse_call(text: str) -> tuple[str, list[Any], dict[str, Any]]:
     """``"cd(folder='x')"`` -> ``("cd", [], {"folder": "x"})``, by ``ast`` only (literals, never evaluated)."""
     try:
-        node = ast.parse(text.strip(), mode="eval").body
+        node = ast_parse.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:
         raise CallParseError(f"not a call: {text!r} ({exc.msg})") from None
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):

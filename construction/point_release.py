@@ -36,6 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from envsim import ast_parse
 from envsim.envs.shown import with_imports
 from envsim.jsonsafe import MAX_DEPTH, dumps_line, loads, write_text_atomic
 
@@ -63,7 +64,7 @@ def _dump(record: dict[str, Any]) -> str:
 
 def _top_level_names(code: str) -> list[str]:
     try:
-        return [n.name for n in ast.parse(code).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        return [n.name for n in ast_parse.parse(code).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     except SyntaxError:
         return []
 

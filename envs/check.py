@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from envsim import ast_parse
 from envsim.delta import apply_patch, canonical_json, same_json
 from envsim.envs.base import Environment
 from envsim.envs.sandbox import NondeterminismError, StateError, check_json_state
@@ -62,7 +63,7 @@ def static_problems(cls: type[Environment]) -> list[str]:
             problems.append(f"schema of {spec.name}: {exc}")
     module = sys.modules[cls.__module__]
     try:
-        tree = ast.parse(inspect.getsource(module))
+        tree = ast_parse.parse(inspect.getsource(module))
     except (OSError, TypeError):
         return problems
     for node in ast.walk(tree):
@@ -76,7 +77,7 @@ def static_problems(cls: type[Environment]) -> list[str]:
         if bad:
             problems.append(f"imports {', '.join(sorted(bad))} (no clock, randomness or I/O in environments)")
     for spec in specs.values():
-        body = ast.parse(textwrap.dedent(inspect.getsource(spec.method)))
+        body = ast_parse.parse(textwrap.dedent(inspect.getsource(spec.method)))
         for node in ast.walk(body):
             if isinstance(node, ast.Call):
                 name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")

@@ -19,6 +19,7 @@ import copy
 import typing
 from typing import Any, Callable, Sequence
 
+from envsim import ast_parse
 from envsim.envs.adapters.foreign import load_save_fixed_point
 from envsim.envs.base import Environment, ToolSpec
 from envsim.envs.schema import SchemaError
@@ -55,7 +56,7 @@ def _eval_hint(node: ast.expr) -> Any:
         if node.value is None:
             return None
         if isinstance(node.value, str):  # forward reference "Optional[str]"
-            return _eval_hint(ast.parse(node.value, mode="eval").body)
+            return _eval_hint(ast_parse.parse(node.value, mode="eval").body)
         raise ValueError("constant hint")
     if isinstance(node, ast.Name):
         return _SAFE_NAMES[node.id]

@@ -23,6 +23,7 @@ import os
 import sys
 from typing import Iterator
 
+from envsim import ast_parse
 from envsim.envs.sandbox.trust import user_trusted_modules
 from envsim.envs.sandbox.worker import FORBIDDEN_MODULES, REQUESTABLE
 
@@ -81,7 +82,7 @@ def user_environment_packages(trusted: tuple[str, ...], loaded: int = 0) -> tupl
 def _imported_tops(path: str) -> set[str]:
     try:
         with open(path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
+            tree = ast_parse.parse(handle.read())
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
         return set()
     tops: set[str] = set()

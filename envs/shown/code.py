@@ -35,6 +35,7 @@ import inspect
 import sys
 from typing import Any, Callable
 
+from envsim import ast_parse
 from envsim.envs.shown.refs import Refs, class_level_refs, function_refs, scan
 from envsim.envs.shown.render import Piece, render_module
 from envsim.envs.shown.source import constant_source, tool_code
@@ -223,7 +224,7 @@ class _Follower:
         if value is None or isinstance(value, (str, int, float, bool, enum.Enum, tuple, list, dict, set, frozenset)):
             text = constant_source(value)
             try:
-                ast.parse(text)
+                ast_parse.parse(text)
             except SyntaxError:
                 self.note(name, "its value has no source statement and cannot be written as Python")
                 return None
@@ -335,7 +336,7 @@ class _Follower:
         if isinstance(value, (staticmethod, classmethod)):
             text = f"{klass.__name__}.{name} = {type(value).__name__}({expression})"
         key = f"binding:{klass.__module__}.{klass.__qualname__}.{name}"
-        names = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
+        names = {n.id for n in ast.walk(ast_parse.parse(text)) if isinstance(n, ast.Name)}
         self.pieces.setdefault(key, Piece(key, "binding", klass.__module__, 10**9, text, names))
 
     def _expression(self, value: Any, context: type) -> str | None:

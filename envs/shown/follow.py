@@ -22,6 +22,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from envsim import ast_parse
 from envsim.envs.shown.refs import dotted_name as _dotted
 
 #: Module prefixes whose functions are never shown as a tool's code (the runner, not the environment).
@@ -124,7 +125,7 @@ def function_node(fn: Callable[..., Any]) -> ast.FunctionDef | ast.AsyncFunction
     """The syntax tree of ``fn``'s own source (decorators included), or ``None``."""
     source = source_of(fn)
     try:
-        node = ast.parse(textwrap.dedent(source)).body[0] if source is not None else None
+        node = ast_parse.parse(textwrap.dedent(source)).body[0] if source is not None else None
     except (SyntaxError, IndexError):
         return None
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None

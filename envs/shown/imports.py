@@ -18,6 +18,8 @@ import sys
 import types
 from typing import Any, Iterable, Mapping
 
+from envsim import ast_parse
+
 __all__ = ["free_names", "import_line", "shown_imports", "with_imports"]
 
 _SKIPPED_MODULES = frozenset({"typing", "typing_extensions", "__future__", "builtins"})
@@ -27,7 +29,7 @@ def free_names(code: str) -> set[str]:
     """Names ``code`` reads that it never binds (assignment, def, class, import, parameter, loop, ``except``,
     comprehension, ``global``) and that are not builtins. Code that does not parse gives an empty set."""
     try:
-        tree = ast.parse(code)
+        tree = ast_parse.parse(code)
     except SyntaxError:
         return set()
     read: set[str] = set()

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envsim import ast_parse
+
 #: EnvSim modules whose functions are shown as environment code (helpers the built-in environments use).
 HELPER_MODULES = ("envsim.envs.library", "envsim.envs.sampling", "envsim.envs.validation")
 
@@ -52,7 +54,7 @@ def module_source(name: str) -> ModuleSource | None:
         return None
     try:
         text = inspect.getsource(module)
-        tree = ast.parse(text)
+        tree = ast_parse.parse(text)
     except (OSError, TypeError, SyntaxError, ValueError):
         return None
     return ModuleSource(name, text, tuple(text.splitlines()), tree)

@@ -21,6 +21,7 @@ import sys
 import textwrap
 from typing import Any, Callable
 
+from envsim import ast_parse
 from envsim.envs.shown.follow import (ToolSourceNotFound, attribute_classes, called_chains, class_function,
                                        delegated_function, function_node, owner_class, running_function)
 
@@ -66,7 +67,7 @@ def env_version(cls: type) -> str:
 @functools.lru_cache(maxsize=1024)
 def _method_nodes(cls: type) -> dict[str, ast.FunctionDef]:
     """The methods of ``cls``'s own class body by name, parsed once per class (read, never changed, by callers)."""
-    tree = ast.parse(class_source(cls))
+    tree = ast_parse.parse(class_source(cls))
     classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     named = [n for n in classes if n.name == cls.__name__]
     methods: dict[str, ast.FunctionDef] = {}
@@ -170,7 +171,7 @@ def _literal_constants(source: str) -> dict[str, Any]:
     """Module-level ``NAME = <literal>`` assignments of a class source given as a string (its module is never
     imported: the values are read from the syntax tree)."""
     constants: dict[str, Any] = {}
-    for node in ast.parse(source).body:
+    for node in ast_parse.parse(source).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
                 constants[node.targets[0].id] = ast.literal_eval(node.value)
@@ -220,7 +221,7 @@ def tool_code(cls: type, tool_name: str) -> str:
                 continue
             seen_functions[name] = fn
             try:
-                node = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+                node = ast_parse.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
             except (OSError, TypeError, SyntaxError, IndexError):
                 continue
             _, names = _references(node)
