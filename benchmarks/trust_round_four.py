@@ -474,8 +474,17 @@ def swap_during_conversion() -> tuple[bool, str]:
 @check("14", "a server that fails to load, without --log")
 def failed_start() -> tuple[bool, str]:
     needs_serving()
-    broken = WORK / "broken.gguf"
-    broken.write_bytes(b"GGUF" + b"\0" * 64)
+    from gguf import GGUFWriter
+
+    from envsim.training.tiny_model import CHAT_TEMPLATE
+
+    broken = WORK / "broken.gguf"  # metadata (a chat template that passes the probe) but no weights: fails to load
+    writer = GGUFWriter(str(broken), "llama")
+    writer.add_chat_template(CHAT_TEMPLATE)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
     run = subprocess.run([sys.executable, "-m", "envsim.cli.main", "serve", "--model", str(broken), "--backend",
                           "llama.cpp", "--port", str(_free_port()), "--ready-timeout", "120"],
                          capture_output=True, text=True, timeout=300)
