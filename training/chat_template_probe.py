@@ -125,11 +125,14 @@ class _RenderTimeout(BaseException):
 
 
 def _data_bytes() -> int:
-    """This process's data memory now (``VmData``), in bytes."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmData:"):
-                return int(line.split()[1]) * 1024
+    """This process's data memory now (``VmData``), in bytes; 0 where ``/proc`` does not say (not Linux)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
     return 0
 
 
@@ -177,9 +180,11 @@ def _probe(gguf: str) -> TemplateVerdict:
         return TemplateVerdict("unreadable", f"{type(exc).__name__}: {str(exc)[:300]}")
     if template is None:
         return TemplateVerdict(None)
-    limit = _data_bytes() + RENDER_DATA_BYTES
-    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    resource.setrlimit(resource.RLIMIT_DATA, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+    used = _data_bytes()
+    if used:  # else the bound child_setup set stays
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        limit = used + RENDER_DATA_BYTES
+        resource.setrlimit(resource.RLIMIT_DATA, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
     return render_all(template, bos, eos)
 
 
