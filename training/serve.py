@@ -6,10 +6,11 @@ pass to ``envsim eval --base-url``.
 What it guards against: a port another server already answers on is refused before anything starts (else that
 server would pass the readiness check and be evaluated instead; the llama.cpp server also proves it is ours by a
 nonce); a llama.cpp chat template that does not render an EnvSim-shaped conversation within time, memory and
-output bounds is refused before the server starts (``chat_template_probe``); the server dies with the process that started it, however that ends (``process_guard``: ``kill -9`` of
-``envsim serve`` included); a server that stops before answering is reported with the last lines it wrote
-(``LOG_TAIL_LINES``, control characters escaped), with or without a log file; an API key (``api_key``) reaches
-llama.cpp and vLLM through their environment, never their command line."""
+output bounds is refused before the server starts (``chat_template_probe``); the server dies with the process
+that started it, however that ends (``process_guard``: ``kill -9`` of ``envsim serve`` included); a server that
+stops before answering is reported with the last lines it wrote (``LOG_TAIL_LINES``, control characters
+escaped), with or without a log file; an API key (``api_key``) reaches llama.cpp and vLLM through their
+environment, never their command line."""
 
 from __future__ import annotations
 

@@ -173,7 +173,7 @@ def test_envsim_serve_llama_cpp_prints_progress_on_stderr_and_serving_first_on_s
     finally:
         os.killpg(serve.pid, signal.SIGINT)
         assert serve.wait(60) == 0
-    assert (tmp_path / "stderr").read_text() == f"cached: {tiny_gguf}\n"
+    assert (tmp_path / "stderr").read_text() == f"cached: {tiny_gguf}\nchecking the chat template of {tiny_gguf} ...\n"
 
 
 def test_envsim_eval_scores_five_samples_with_json_schema_answers(llama_cpp_server, tiny_checkpoint, tmp_path):
