@@ -19,6 +19,7 @@ import importlib.util
 import ipaddress
 import json
 import os
+from pathlib import Path
 import secrets
 import shutil
 import signal
@@ -238,17 +239,57 @@ def backend_environment(backend: str, api_key: str | None, nonce: str) -> dict[s
     return env
 
 
-def refuse_hostile_template(gguf: str | os.PathLike[str], progress: Callable[[str], None] | None = None) -> None:
+#: What a converted GGUF's chat template comes from: the checkpoint's tokenizer files that hold templates.
+TEMPLATE_SOURCES = ("tokenizer_config.json", "chat_template.jinja", "chat_template.json")
+#: Template-source digests whose GGUF passed the probe in this process (GRPO serves each weight sync anew).
+_PASSED_TEMPLATE_SOURCES: set[str] = set()
+
+
+def template_source_digest(model: str | os.PathLike[str]) -> str | None:
+    """SHA-256 over the template-bearing tokenizer files of a checkpoint directory (names and bytes, links not
+    followed), ``None`` for anything else (a ``.gguf`` given as it is, an unreadable file): the key under which a
+    passed probe is remembered, since the converter writes the template from these files alone."""
+    import hashlib
+
+    folder = Path(model)
+    if not folder.is_dir():
+        return None
+    digest = hashlib.sha256()
+    files = [folder / name for name in TEMPLATE_SOURCES]
+    extra = folder / "additional_chat_templates"
+    if extra.is_dir() and not extra.is_symlink():
+        files += sorted(extra.glob("*.jinja"))
+    for path in files:
+        if path.is_symlink():
+            return None
+        try:
+            data = path.read_bytes() if path.is_file() else b""
+        except OSError:
+            return None
+        digest.update(f"{path.relative_to(folder)}\0{len(data)}\0".encode() + data)
+    return digest.hexdigest()
+
+
+def refuse_hostile_template(gguf: str | os.PathLike[str], progress: Callable[[str], None] | None = None,
+                            source_digest: str | None = None) -> None:
     """``ServerStartFailed`` naming the class (time, memory, raised, output, unreadable) when the GGUF's chat
     template does not render an EnvSim-shaped conversation within bounds (``chat_template_probe``): llama.cpp
-    would render it on every request with no bound, so a hostile one would hang or exhaust the server."""
+    would render it on every request with no bound, so a hostile one would hang or exhaust the server. A GGUF
+    converted from template files (``source_digest``) that already passed in this process is not probed again
+    (a GRPO run serves every weight sync from the same tokenizer files)."""
     from envsim.training.chat_template_probe import check_chat_template
 
+    if source_digest is not None and source_digest in _PASSED_TEMPLATE_SOURCES:
+        if progress is not None:
+            progress(f"chat template of {gguf}: the same template files passed the check before in this process")
+        return
     if progress is not None:
         progress(f"checking the chat template of {gguf} ...")
     verdict = check_chat_template(gguf)
     if verdict.refusal is not None:
         raise ServerStartFailed(verdict.message(gguf))
+    if source_digest is not None:
+        _PASSED_TEMPLATE_SOURCES.add(source_digest)
 
 
 def start_server(model: str, backend: Backend = "auto", host: str = "127.0.0.1", port: int = 8000,
@@ -276,11 +317,13 @@ def start_server(model: str, backend: Backend = "auto", host: str = "127.0.0.1",
             raise ServerStartFailed(f"--backend llama.cpp needs llama-cpp-python: {INSTALL_LINE}")
         from envsim.training.gguf_convert import GgufUnavailable, gguf_for
 
+        source_digest = template_source_digest(model)   # before conversion: what the converter then reads
         try:
             gguf = gguf_for(model, quantize, progress=progress)
         except GgufUnavailable as exc:
             raise ServerStartFailed(str(exc)) from None
-        refuse_hostile_template(gguf, progress)
+        refuse_hostile_template(gguf, progress, source_digest if source_digest == template_source_digest(model)
+                                else None)
         command = serve_command(str(gguf), backend, host, port, model, threads=threads, ctx=ctx)
         refuse_taken_port(host, port)  # again: a conversion may take minutes
     else:

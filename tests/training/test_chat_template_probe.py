@@ -103,3 +103,31 @@ def test_envsim_serve_exits_non_zero_on_a_hostile_gguf_without_a_traceback(tmp_p
     result = CliRunner().invoke(main, ["serve", "--model", str(gguf), "--backend", "llama.cpp", "--port", "8000"])
     assert result.exit_code != 0 and "refused (raised)" in result.output, result.output
     assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_a_template_that_passed_is_not_probed_again_for_the_same_template_files(tmp_path, monkeypatch):
+    """GRPO serves every weight sync of one checkpoint folder anew: the same template files are probed once per
+    process, a changed template file is probed again, and a hostile one is still refused."""
+    checkpoint = tmp_path / "policy"
+    checkpoint.mkdir()
+    (checkpoint / "tokenizer_config.json").write_text('{"chat_template": "%s"}' % "{{ messages[0]['content'] }}")
+    good, bad = tiny_gguf(tmp_path / "good.gguf", QWEN_STYLE), tiny_gguf(tmp_path / "bad.gguf", HOSTILE["raised"])
+    served = {"gguf": good}
+    probed, started = [], []
+    real_check = __import__("envsim.training.chat_template_probe", fromlist=["check_chat_template"]).check_chat_template
+    monkeypatch.setattr("envsim.training.chat_template_probe.check_chat_template",
+                        lambda gguf: probed.append(gguf) or real_check(gguf))
+    monkeypatch.setattr(serve, "_PASSED_TEMPLATE_SOURCES", set())
+    monkeypatch.setattr(serve, "llama_cpp_available", lambda: True)
+    monkeypatch.setattr(gguf_convert, "gguf_for", lambda model, quantize, progress=None: served["gguf"])
+    monkeypatch.setattr(serve, "refuse_taken_port", lambda host, port: None)
+    monkeypatch.setattr(serve, "_launch", lambda *a: started.append(a))
+    for _ in range(3):
+        serve.start_server(str(checkpoint), "llama.cpp", port=8000, ready_timeout=5)
+    assert len(started) == 3 and probed == [good]                       # probed once, served three times
+    (checkpoint / "tokenizer_config.json").write_text('{"chat_template": "changed"}')
+    served["gguf"] = bad
+    with pytest.raises(serve.ServerStartFailed, match=r"refused \(raised\)"):
+        serve.start_server(str(checkpoint), "llama.cpp", port=8000, ready_timeout=5)
+    assert probed == [good, bad] and len(started) == 3
+    assert serve.template_source_digest(str(good)) is None               # a .gguf given as it is: always probed

@@ -149,7 +149,7 @@ def test_start_server_converts_then_serves_the_gguf_under_the_models_name(monkey
     monkeypatch.setattr(serve, "llama_cpp_available", lambda: True)
     monkeypatch.setattr(gguf_convert, "gguf_for",
                         lambda model, quantize, progress=None: converted.append((model, quantize)) or Path("/x.gguf"))
-    monkeypatch.setattr(serve, "refuse_hostile_template", lambda gguf, progress=None: None)  # no real GGUF here
+    monkeypatch.setattr(serve, "refuse_hostile_template", lambda gguf, progress=None, source_digest=None: None)  # no real GGUF here
     commands = []
     real = serve.llama_cpp_command
 

@@ -319,7 +319,7 @@ def test_llama_cpp_readiness_needs_its_own_nonce(tmp_path, monkeypatch, small_re
 
     monkeypatch.setattr(serve, "llama_cpp_available", lambda: True)
     monkeypatch.setattr(gguf_convert, "gguf_for", lambda model, quantize, progress=None: Path("/x.gguf"))
-    monkeypatch.setattr(serve, "refuse_hostile_template", lambda gguf, progress=None: None)  # no real GGUF here
+    monkeypatch.setattr(serve, "refuse_hostile_template", lambda gguf, progress=None, source_digest=None: None)  # no real GGUF here
     monkeypatch.setattr(serve, "refuse_taken_port", lambda host, port: None)  # the other server came in between
     script = tmp_path / "server.py"
     script.write_text("import socket, sys\nargs = sys.argv\nport = int(args[args.index('--port') + 1])\n"
