@@ -69,3 +69,14 @@ def child_setup(sig: int = signal.SIGKILL, data_limit: int | None = None) -> Cal
             resource.setrlimit(resource.RLIMIT_DATA, (data_limit, data_limit))
 
     return setup
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one of another user counts: signalling it is refused, not unknown)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from envsim.process_guard import pid_alive
 from envsim.training.gguf_snapshot import CheckpointRefused, checkpoint_key, snapshot
 
 #: Output types: made by the converter itself (``--outtype``) ...
@@ -186,24 +187,13 @@ def _use_cached(target: Path) -> bool:
         return True
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (one of another user counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _stale(name: str, mtime: float, now: float) -> bool:
     """Whether a ``.part`` file or private copy named with its process id (``.X.<pid>.<r>.part``, ``<pid>-<r>``)
     belongs to a process that is gone, or is older than ``STALE_AFTER_S`` (a name without a process id: only then)."""
     field = name.rsplit(".", 3)[-3] if name.endswith(".part") and name.count(".") >= 3 else name.split("-", 1)[0]
     if not field.isdigit():  # a name without a process id (written before they had one): by age alone
         return now - mtime > STALE_AFTER_S
-    return now - mtime > STALE_AFTER_S or (int(field) != os.getpid() and not _alive(int(field)))
+    return now - mtime > STALE_AFTER_S or (int(field) != os.getpid() and not pid_alive(int(field)))
 
 
 def prune_cache(folder: Path, keep: Path, limit_gb: float | None = None) -> list[Path]:

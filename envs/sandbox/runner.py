@@ -45,6 +45,7 @@ from typing import Any
 from envsim import jsonsafe
 from envsim.envs.sandbox import confine as sandbox_confine
 from envsim.envs.sandbox.worker import encode_frame, judge
+from envsim.process_guard import pid_alive
 
 OPT_OUT_VARIABLE = "ENVSIM_ALLOW_UNCONFINED_SANDBOX"
 _GRACE_SECONDS = 3.0
@@ -176,7 +177,7 @@ def sweep_stale_workdirs(root: str | None = None, *, force: bool = False) -> lis
         return removed
     for name in entries:
         pid_text = name[len(WORKDIR_PREFIX):].split("-", 1)[0] if name.startswith(WORKDIR_PREFIX) else ""
-        if not pid_text.isdigit() or "-" not in name[len(WORKDIR_PREFIX):] or _pid_alive(int(pid_text)):
+        if not pid_text.isdigit() or "-" not in name[len(WORKDIR_PREFIX):] or pid_alive(int(pid_text)):
             continue
         path = os.path.join(root, name)
         try:
@@ -187,17 +188,6 @@ def sweep_stale_workdirs(root: str | None = None, *, force: bool = False) -> lis
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists (a pid of another user's process counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class _Worker:

@@ -57,7 +57,7 @@ def test_a_worker_directory_left_by_kill_9_is_removed_when_the_next_worker_start
     killed.wait()
     assert workdir.is_dir() and workdir.name.startswith(f"{WORKDIR_PREFIX}{killed.pid}-")
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and sandbox._pid_alive(killed.pid):
+    while time.monotonic() < deadline and sandbox.pid_alive(killed.pid):
         time.sleep(0.05)
     monkeypatch.setattr(sandbox, "_SWEPT", [])
     monkeypatch.setattr(sandbox.tempfile, "tempdir", str(tmp_path))
