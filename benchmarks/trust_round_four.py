@@ -12,7 +12,6 @@ scaled-down versions; this is the issue's own sizes (a 190 MB request, kill -9 o
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
@@ -30,23 +29,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from reproductions import Reproductions, Skipped  # beside this script
+
 HOSTILE = "boom\x1b]0;pwned\x07\x1b[2J\x1b[5A\rall fine\x9b31m"
 RAW = ("\x1b", "\x07", "\r", "\x9b")
 WORK = Path(tempfile.mkdtemp(prefix="trust4-"))
-Check = Callable[[], tuple[bool, str]]
-CHECKS: list[tuple[str, str, Check]] = []
-
-
-def check(finding: str, name: str) -> Callable[[Check], Check]:
-    """Register a reproduction: it returns (held, what was seen)."""
-    def register(function: Check) -> Check:
-        CHECKS.append((finding, name, function))
-        return function
-    return register
-
-
-class Skipped(Exception):
-    """The check's requirements are missing here (the message says which)."""
+CHECKS = Reproductions()
+check = CHECKS.check
 
 
 def _free_port() -> int:
@@ -564,26 +553,8 @@ def hostile_templates() -> tuple[bool, str]:
 
 
 def main() -> int:
-    """Run the checks (``--only``: those whose finding or name contains a word); exit 1 unless all held."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="*", default=None)
-    args = parser.parse_args()
-    bad = 0
-    for finding, name, function in CHECKS:
-        if args.only and not any(word in f"{finding} {name}" for word in args.only):
-            continue
-        started = time.monotonic()
-        try:
-            held, seen = function()
-            status = "held" if held else "FAILED"
-        except Skipped as exc:
-            status, seen = "skipped", str(exc)
-        except Exception as exc:  # noqa: BLE001 - a crash of a check is a failure, shown
-            status, seen = "FAILED", f"{type(exc).__name__}: {str(exc)[:150]}"
-        bad += status != "held"
-        print(f"{status:8} {finding:>3}  {name}: {seen} ({time.monotonic() - started:.1f} s)", flush=True)
-    print(f"{'all held' if not bad else f'{bad} not held'} (work folder {WORK})")
-    return 1 if bad else 0
+    """Run the checks (``--only WORD ...``); exit 1 unless all held."""
+    return CHECKS.main(__doc__.splitlines()[0], WORK)
 
 
 if __name__ == "__main__":

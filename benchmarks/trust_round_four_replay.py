@@ -10,7 +10,6 @@ hold scaled-down versions. Exit code 1 when any line failed.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -19,8 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
+
+from reproductions import Reproductions  # beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -30,16 +30,8 @@ SHOP_MODULE = "tests.fixtures.shopdb.small"
 SLOW = "tests.fixtures.slow_desk:SlowDesk"
 SLOW_MODULE = "tests.fixtures.slow_desk"
 WORK = Path(tempfile.mkdtemp(prefix="trust4-replay-"))
-Check = Callable[[], tuple[bool, str]]
-CHECKS: list[tuple[str, str, Check]] = []
-
-
-def check(finding: str, name: str) -> Callable[[Check], Check]:
-    """Register a reproduction: it returns (held, what was seen)."""
-    def register(function: Check) -> Check:
-        CHECKS.append((finding, name, function))
-        return function
-    return register
+CHECKS = Reproductions()
+check = CHECKS.check
 
 
 def _env() -> dict[str, str]:
@@ -398,7 +390,7 @@ def bad_base_line(name: str, line: str, expect: str) -> tuple[bool, str]:
     lines = (base / "test.jsonl").read_text(encoding="utf-8").splitlines()
     (base / "test.jsonl").write_text("\n".join([*lines[:2], line]) + "\n", encoding="utf-8")
     error = derive(base, WORK / name / "release")
-    return f"test.jsonl:3:" in error and expect in error, error[-120:]
+    return "test.jsonl:3:" in error and expect in error, error[-120:]
 
 
 def v1_record() -> dict:
@@ -457,23 +449,8 @@ def no_env_version() -> tuple[bool, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", nargs="*", default=[], help="run the checks whose name holds one of these words")
-    options = parser.parse_args()
-    failed = 0
-    for finding, name, function in CHECKS:
-        if options.only and not any(word in name for word in options.only):
-            continue
-        started = time.perf_counter()
-        try:
-            held, seen = function()
-        except Exception as exc:  # noqa: BLE001 - a check that breaks is a failure, printed
-            held, seen = False, f"{type(exc).__name__}: {exc}"
-        failed += not held
-        print(f"[{finding}] {'held  ' if held else 'FAILED'} {name}: {seen} ({time.perf_counter() - started:.1f} s)",
-              flush=True)
-    print(f"{failed} failed" if failed else "all held")
-    return 1 if failed else 0
+    """Run the checks (``--only WORD ...``); exit 1 unless all held."""
+    return CHECKS.main(__doc__.split("\n\n")[0], WORK)
 
 
 if __name__ == "__main__":

@@ -109,6 +109,16 @@ def _same(a: Any, b: Any) -> bool:
     return _norm(a) == _norm(b)
 
 
+def _aliases(sql: str) -> dict[str, str]:
+    """Each table a statement names, and each alias it gives one, mapped to the table."""
+    aliases = {}
+    for table, alias in _ALIAS.findall(sql):
+        aliases[table] = table
+        if alias and alias.lower() not in _KEYWORDS:
+            aliases[alias] = table
+    return aliases
+
+
 def _conditions(sql: str, reads: set, columns: dict[str, set] | None = None) -> list[tuple[str, str, list[Any]]]:
     """``(table, column, values)`` of the equalities a statement's WHERE/ON names, each resolved to its table: by
     alias, else the named tables with that column (``columns``: the state's tables' columns) or the (table, column)
@@ -117,11 +127,7 @@ def _conditions(sql: str, reads: set, columns: dict[str, set] | None = None) -> 
     found = _WHERE.search(sql)
     if not found:
         return []
-    aliases = {}
-    for table, alias in _ALIAS.findall(sql):
-        aliases[table] = table
-        if alias and alias.lower() not in _KEYWORDS:
-            aliases[alias] = table
+    aliases = _aliases(sql)
     named = sorted(set(aliases.values()))
     out = []
     for alias, column, literal in _EQUALS.findall(found[1]):
@@ -142,11 +148,7 @@ def _joins(sql: str) -> list[tuple[str, str, str, str]]:
     found = _WHERE.search(sql)
     if not found:
         return []
-    aliases = {}
-    for table, alias in _ALIAS.findall(sql):
-        aliases[table] = table
-        if alias and alias.lower() not in _KEYWORDS:
-            aliases[alias] = table
+    aliases = _aliases(sql)
     return [(aliases[a], ca, aliases[b], cb) for a, ca, b, cb in _JOIN.findall(found[1])
             if a in aliases and b in aliases]
 
