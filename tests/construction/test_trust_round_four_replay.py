@@ -144,7 +144,14 @@ def _start(log: Path, out: Path, workers: int) -> subprocess.Popen:
                              "test", "--policy", "replay", "--replay-log", str(log), "--env-module",
                              "tests.fixtures.slow_desk", "--out", str(out), "--no-progress", "--workers",
                              str(workers)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_as_from_a_terminal)
+
+
+def _as_from_a_terminal() -> None:
+    """Ctrl-C's default action, as in a terminal's foreground job: a test run started in the background of a
+    non-interactive shell (``.ci/run &``) ignores SIGINT, every child inherits that, and Python then installs no
+    KeyboardInterrupt handler, so the interrupt these tests send would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _journaled_tasks(journal: Path) -> int:
