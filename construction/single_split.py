@@ -119,6 +119,12 @@ def build_single_split(options: ConstructOptions, env_ids: Sequence[str], exclud
     pool_counts: dict[str, Any] = {}
     if options.policy == "replay":
         pool = replayed_pool(options)
+        if options.split != "train":  # as for the explorer's pool (own_env_records): scored against one answer
+            from envsim.construction.determinism import without_nondeterministic
+
+            pool, dropped = without_nondeterministic(pool)
+            if dropped:
+                pool_counts["nondeterministic"] = dropped
     elif options.policy == "llm":
         pool = agent_pool(options, env_ids)
     else:

@@ -29,3 +29,25 @@ def test_only_records_not_reproduced_on_the_whole_state_name_a_tool():
     records = [{"tool": "a", "view": {"widening": None, "verified": True}},
                {"tool": "b", "view": {"widening": "state", "verified": False}}, {"tool": "b"}]
     assert nondeterministic_tools(records) == {"b": {"records": 2, "not_reproduced": 1}}
+
+
+def test_a_replayed_log_leaves_them_out_of_a_test_split_too(tmp_path):
+    """Replay is construct too: logged calls of a tool that answers differently when run again are left out of a
+    test split and named, as the explorer's are; a train split keeps the log whole."""
+    log = tmp_path / "log.jsonl"
+    hold = {"name": "hold_seat", "arguments": {"user_id": "chen_dubois_0", "flight_number": "EA100",
+                                                "date": "2026-12-01"}}
+    lookup = {"name": "get_user_details", "arguments": {"user_id": "dalia_costa_1"}}
+    log.write_text(json.dumps({"env": HOLDS, "seed": 0, "actions": [hold, lookup]}) + "\n")
+    outputs = {}
+    for split in ("test", "train"):
+        out = tmp_path / f"{split}.jsonl"
+        result = CliRunner().invoke(main, ["construct", "--split", split, "--policy", "replay", "--replay-log",
+                                           str(log), "--env-module", "tests.fixtures.flights.holds", "--no-progress",
+                                           "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        outputs[split] = ([json.loads(line)["tool"] for line in out.read_text().splitlines() if line.strip()],
+                          result.output)
+    assert outputs["test"][0] == ["get_user_details"]
+    assert "left out of the test split, not deterministic: hold_seat (" in outputs["test"][1]
+    assert sorted(outputs["train"][0]) == ["get_user_details", "hold_seat"]
