@@ -37,6 +37,7 @@ class FitCheckSettings:
     min_cm: float = 0.9
     threads: int | None = None
     seed: int = 0
+    precision: str = "auto"                # training/cpu_precision.py
 
 
 def pick_samples(data_dir: Path, count: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -81,7 +82,8 @@ def run_fit_check(settings: FitCheckSettings, echo: Callable[[str], None] | None
     data = write_subset(samples, records, settings.data_dir, out / "data")
     sft = CPUSFTSettings(model=settings.model, data_dir=data, output_dir=out / "sft",
                          learning_rate=settings.learning_rate, epochs=settings.epochs, batch=settings.batch,
-                         trainable_layers=settings.trainable_layers, threads=settings.threads, seed=settings.seed)
+                         trainable_layers=settings.trainable_layers, threads=settings.threads, seed=settings.seed,
+                         precision=settings.precision)
     summary = train_sft_cpu(sft, echo)
     counter = get_tokenizer(settings.model)
     longest = max(count_tokens(s["messages"][-1]["content"], counter) for s in samples)

@@ -11,6 +11,9 @@ of an optimizer step), and changes what a sample costs:
   then runs only the trainable layers, forward and backward. On SmolLM2-135M with 8 of 30 layers trained, an epoch
   costs about a third of a LLaMA-Factory epoch (which runs all 30 layers and the whole-sequence LM head each step).
 * **Logits only where the loss is.** The LM head runs on the answer positions alone (about 30 of 1,100).
+* **bfloat16 where the CPU has it.** Matrix products run under bfloat16 autocast on a CPU with native bfloat16
+  arithmetic (``training/cpu_precision.py``; weights, gradients and optimizer state stay fp32): 2.3x faster per
+  step on this project's AMD EPYC. ``precision="fp32"`` (``--no-bf16``) keeps every product in fp32.
 * **Exactness for free.** Each step also counts the answers whose every token is the model's argmax under teacher
   forcing: such an answer is exactly what greedy decoding writes, so ``greedy_exact`` in ``train_log.jsonl`` is
   the share of training answers the model already reproduces (the fit check's first signal).
@@ -58,9 +61,14 @@ class CPUSFTSettings:
     save_at: tuple[int, ...] = ()          # samples seen at which a checkpoint is written
     threads: int | None = None
     seed: int = 0
+    precision: str = "auto"                # training/cpu_precision.py: bf16 autocast where the CPU has it natively
 
     def check(self) -> None:
         """Raise ``ValueError`` on settings the loop would reject later."""
+        from envsim.training.cpu_precision import PRECISIONS
+
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
         if self.learning_rate <= 0 or self.epochs <= 0 or self.batch < 1 or self.trainable_layers < 1:
             raise ValueError("--lr and --epochs must be positive, --batch and --freeze-layers at least 1")
         if not 0 <= self.warmup_ratio < 1 or not 0 <= self.min_lr_ratio <= 1:
@@ -195,14 +203,16 @@ class FrozenActivations:
     states and key/value cache serve every sequence, which then runs only its own tokens (causal attention: a
     prefix's states do not depend on what follows it)."""
 
-    def __init__(self, model: Any, trainable_layers: int, prefix: Sequence[int] = ()) -> None:
+    def __init__(self, model: Any, trainable_layers: int, prefix: Sequence[int] = (), precision: str = "fp32") -> None:
         import torch
 
+        from envsim.training.cpu_precision import cpu_autocast
+
         self.model, self.frozen = model, len(model.model.layers) - trainable_layers
-        self.prefix = list(prefix)
+        self.prefix, self.precision = list(prefix), precision
         self.prefix_states, self.prefix_cache = None, None
         if self.prefix:
-            with torch.no_grad(), only_first_layers(model, self.frozen):
+            with torch.no_grad(), only_first_layers(model, self.frozen), cpu_autocast(precision):
                 out = model.model(input_ids=torch.tensor([self.prefix]), use_cache=True)
             self.prefix_states, self.prefix_cache = out.last_hidden_state.detach(), out.past_key_values
 
@@ -212,10 +222,12 @@ class FrozenActivations:
 
         import torch
 
+        from envsim.training.cpu_precision import cpu_autocast
+
         n = len(self.prefix)
         if n and list(ids[:n]) != self.prefix:
             raise ValueError("sequence does not start with the shared prefix")
-        with torch.no_grad(), only_first_layers(self.model, self.frozen):
+        with torch.no_grad(), only_first_layers(self.model, self.frozen), cpu_autocast(self.precision):
             if not n:
                 return self.model.model(input_ids=torch.tensor([list(ids)]), use_cache=False).last_hidden_state
             out = self.model.model(input_ids=torch.tensor([list(ids[n:])]), use_cache=True,
@@ -223,15 +235,19 @@ class FrozenActivations:
         return torch.cat([self.prefix_states, out.last_hidden_state], dim=1).detach()
 
 
-def answer_loss(model: Any, cached: Any, sample: TokenizedSample, trainable_layers: int) -> tuple[Any, int]:
+def answer_loss(model: Any, cached: Any, sample: TokenizedSample, trainable_layers: int,
+                precision: str = "fp32") -> tuple[Any, int]:
     """Summed cross-entropy of the answer tokens (with grad through the trainable layers) and how many of them
     are not the model's argmax under teacher forcing (0: greedy decoding writes this answer exactly)."""
     import torch
 
-    with only_last_layers(model, trainable_layers):
-        hidden = model.model(inputs_embeds=cached, use_cache=False).last_hidden_state
+    from envsim.training.cpu_precision import cpu_autocast
+
     start = len(sample.prompt_ids) - 1                  # the position that predicts the first answer token
-    logits = model.lm_head(hidden[0, start:start + len(sample.answer_ids)]).float()
+    with only_last_layers(model, trainable_layers), cpu_autocast(precision):
+        hidden = model.model(inputs_embeds=cached, use_cache=False).last_hidden_state
+        logits = model.lm_head(hidden[0, start:start + len(sample.answer_ids)])
+    logits = logits.float()
     targets = torch.tensor(sample.answer_ids)
     loss = torch.nn.functional.cross_entropy(logits, targets, reduction="sum")
     wrong = int((logits.argmax(-1) != targets).sum())
@@ -296,17 +312,20 @@ def train_sft_cpu(settings: CPUSFTSettings, echo: Callable[[str], None] | None =
     import torch
     from transformers import AutoModelForCausalLM
 
+    from envsim.training.cpu_precision import resolve_precision
     from envsim.training.grpo_cpu import default_threads, freeze_all_but_last
     from envsim.training.rl import _tokenizer
 
     settings.check()
+    precision = resolve_precision(settings.precision)
     echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
     threads = settings.threads or max(1, default_threads())
     torch.set_num_threads(threads)
     torch.manual_seed(settings.seed)
     out = settings.output_dir
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "sft_cpu_config.json", {**settings.to_json(), "threads_resolved": threads})
+    write_json(out / "sft_cpu_config.json", {**settings.to_json(), "threads_resolved": threads,
+                                            "precision_resolved": precision})
     tokenizer = _tokenizer(settings.model)
     raw = read_samples(dataset_file(settings.data_dir, settings.dataset), settings.max_samples)
     if not raw:
@@ -323,11 +342,11 @@ def train_sft_cpu(settings: CPUSFTSettings, echo: Callable[[str], None] | None =
     echo(f"caching the frozen layers' activations of {len(samples)} samples "
          f"({sum(s.length for s in samples):,} tokens) ...")
     sequences = [s.prompt_ids + s.answer_ids[:-1] for s in samples]
-    frozen = FrozenActivations(model, settings.trainable_layers, sequences[0][:shared_prefix(sequences)])
+    frozen = FrozenActivations(model, settings.trainable_layers, sequences[0][:shared_prefix(sequences)], precision)
     cache = cache_with_progress(frozen, sequences, echo)
     cache_seconds = time.monotonic() - started
     echo(f"cached in {cache_seconds:.0f} s; training {sum(p.numel() for p in trainable):,} parameters "
-         f"(the last {settings.trainable_layers} layers), {threads} thread(s)")
+         f"(the last {settings.trainable_layers} layers), {threads} thread(s), {precision}")
     optimizer = torch.optim.AdamW(trainable, lr=settings.learning_rate, weight_decay=settings.weight_decay)
     order = schedule(len(samples), settings)
     steps = math.ceil(len(order) / settings.batch)
@@ -343,7 +362,7 @@ def train_sft_cpu(settings: CPUSFTSettings, echo: Callable[[str], None] | None =
         answer_tokens = sum(len(samples[i].answer_ids) for i in picked)
         loss_sum, exact = 0.0, 0
         for i in picked:                                   # one sample at a time: no padding, one graph in memory
-            loss, wrong = answer_loss(model, cache[i], samples[i], settings.trainable_layers)
+            loss, wrong = answer_loss(model, cache[i], samples[i], settings.trainable_layers, precision)
             (loss / answer_tokens).backward()
             loss_sum += float(loss.detach())
             exact += wrong == 0
@@ -368,6 +387,7 @@ def train_sft_cpu(settings: CPUSFTSettings, echo: Callable[[str], None] | None =
     save_checkpoint(model, tokenizer, out / "checkpoints", settings, seen)
     last_epoch = [r for r in history if r["samples_seen"] > seen - len(samples)]
     summary = {"samples": len(samples), "samples_seen": seen, "steps": steps, "threads": threads,
+               "precision": precision,
                "cache_seconds": round(cache_seconds, 1), "train_seconds": round(time.monotonic() - train_started, 1),
                "seconds_per_sample": round((time.monotonic() - train_started) / max(seen, 1), 2),
                "final_loss": history[-1]["loss"],

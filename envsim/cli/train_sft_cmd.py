@@ -32,7 +32,9 @@ from envsim.cli.launch_options import (TRAIN_INSTALL, RunFiles, launch, node_hea
               help="Sequence cutoff in tokens (use the 'envsim train data --cutoff' the data was written with).")
 @click.option("--batch", "effective_batch", type=int, default=32, show_default=True, help="Effective batch size.")
 @click.option("--max-steps", type=int, default=None, help="Stop after N optimizer steps (smoke tests).")
-@click.option("--no-bf16", is_flag=True, help="Train in fp32 (CPU).")
+@click.option("--no-bf16", is_flag=True,
+              help="Train in fp32. --device cpu: bfloat16 autocast is used only where the CPU multiplies bfloat16 "
+                   "natively (AVX512-BF16 or AMX; training/cpu_precision.py); this flag keeps fp32 there too.")
 @click.option("--finetuning", type=click.Choice(["full", "lora", "freeze"]), default="full", show_default=True,
               help="full: every parameter; lora: rank-R adapters on every linear layer (RUN/checkpoints holds the "
                    "adapter, not a model); freeze: only the last --freeze-layers layers train (a full checkpoint).")
@@ -71,7 +73,7 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
     if device == "cpu":
         _cpu_loop(model, data_dir, dataset, run_dir, learning_rate=learning_rate, epochs=epochs,
                   batch=effective_batch, freeze_layers=freeze_layers, cutoff=cutoff_len, threads=threads,
-                  save_at=save_at, finetuning=finetuning, dry_run=dry_run)
+                  save_at=save_at, finetuning=finetuning, dry_run=dry_run, precision="fp32" if no_bf16 else "auto")
         return
     if save_at:
         raise click.UsageError("--save-at needs --device cpu (LLaMA-Factory: set save_steps in the YAML)")
@@ -142,7 +144,7 @@ def parse_save_at(text: str | None) -> tuple[int, ...]:
 
 def _cpu_loop(model: str, data_dir: Path, dataset: str | None, run_dir: Path, *, learning_rate: float, epochs: float,
               batch: int, freeze_layers: int, cutoff: int, threads: int | None, save_at: str | None,
-              finetuning: str, dry_run: bool) -> None:
+              finetuning: str, dry_run: bool, precision: str = "auto") -> None:
     """``envsim train sft --device cpu``: the CPU loop of ``training.sft_cpu``."""
     from envsim.training.sft_cpu import CPUSFTSettings, dataset_file, train_sft_cpu
 
@@ -154,7 +156,7 @@ def _cpu_loop(model: str, data_dir: Path, dataset: str | None, run_dir: Path, *,
         raise click.ClickException(str(exc)) from None
     settings = CPUSFTSettings(model=model, data_dir=data_dir.resolve(), dataset=dataset, output_dir=run_dir,
                               learning_rate=learning_rate, epochs=epochs, batch=batch, trainable_layers=freeze_layers,
-                              cutoff=cutoff, save_at=parse_save_at(save_at), threads=threads)
+                              cutoff=cutoff, save_at=parse_save_at(save_at), threads=threads, precision=precision)
     try:
         settings.check()
     except ValueError as exc:
