@@ -436,9 +436,23 @@ def collect_figures(work: Path) -> dict[str, Any]:
             stages[name]["grpo_steps"] = grpo_steps(work)
     throughput_path = work / "throughput.json"
     return {"subset": SUBSET, "in_env_heldout": heldout_facts(work), "stages": stages,
-            "learning_curve": learning_curve(work), "sequence": sequence_span(work),
+            "learning_curve": learning_curve(work), "sft_run": sft_run(work), "sequence": sequence_span(work),
             "phases": {p: phase_cost(work, p) for p in PHASES if phase_cost(work, p)["wall_s"]},
             "throughput": json.loads(throughput_path.read_text()) if throughput_path.exists() else None}
+
+
+def sft_run(work: Path) -> dict[str, Any] | None:
+    """The SFT run's settings and summary (``sft_cpu_config.json``, ``summary.json``): precision, threads, epochs,
+    seconds a sample, the last epoch's share of answers reproduced exactly; ``None`` before SFT ran."""
+    try:
+        config = json.loads((work / "sft" / "sft_cpu_config.json").read_text())
+        summary = json.loads((work / "sft" / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    keep = ("learning_rate", "epochs", "batch", "trainable_layers", "precision_resolved", "threads_resolved")
+    return {**{k: config.get(k) for k in keep},
+            **{k: summary.get(k) for k in ("samples", "samples_seen", "cache_seconds", "train_seconds",
+                                             "seconds_per_sample", "final_loss", "last_epoch_greedy_exact")}}
 
 
 def sequence_span(work: Path) -> dict[str, Any] | None:
