@@ -340,6 +340,13 @@ def run_waves(args: argparse.Namespace) -> None:
            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "ENVSIM_PROGRESS": "lines",
            "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
     runners = phase_runner(args, env)
+    if "sft" in args.phases:
+        from envsim.training.cpu_precision import BF16_FLAGS, native_bf16
+
+        if not native_bf16():
+            say(f"sft: this CPU lists none of {', '.join(BF16_FLAGS)}, so SFT multiplies in fp32; the documented "
+                "runs used bfloat16 (docs/real-model.md): expect SFT several times slower "
+                "(python benchmarks/cpu_precision.py measures both here)")
 
     def lane(phases: tuple[str, ...]) -> None:
         for phase in phases:

@@ -71,7 +71,6 @@ def write_subset(samples: list[dict[str, Any]], records: list[dict[str, Any]], s
 
 def run_fit_check(settings: FitCheckSettings, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train on the picked samples, decode and score them; writes and returns ``fit_check.json``'s figures."""
-    from envsim.evaluation.prompting.prompts import target_answer
     from envsim.evaluation.scoring.parsing import parse_answer
     from envsim.evaluation.scoring.scoring import score_prediction
     from envsim.training.local_eval import generate_answers
@@ -106,7 +105,7 @@ def run_fit_check(settings: FitCheckSettings, echo: Callable[[str], None] | None
                "cm_by_stratum": {k: {"n": len(v), "cm": sum(v) / len(v)} for k, v in sorted(by_stratum.items())},
                "passed": cm >= settings.min_cm, "train": summary, "decode_seconds": round(decode_seconds, 1),
                "misses": [{"id": r["id"], "stratum": r["stratum"], "reason": s.reason, "answer": a,
-                           "expected": target_answer(r, str(samples[0].get("prompt_version", "3")))}
-                          for r, s, a in zip(records, scores, answers) if not s.cm]}
+                           "expected": sample["messages"][-1]["content"]}  # the target it trained on
+                          for r, s, a, sample in zip(records, scores, answers, samples) if not s.cm]}
     write_json(out / "fit_check.json", figures)
     return figures

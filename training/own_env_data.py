@@ -66,7 +66,8 @@ def build_own_env_data(env_ids: Sequence[str], recipe: dict[str, Any], out_dir: 
         version = check_version(prompt_version or recipe.get("prompt_version", LATEST_PROMPT_VERSION))
         mode = recipe.get("prompt_mode", "mdp")
     name, tokens = write_sft_dataset(records, out_dir, recipe.get("name", "own_env_sft"), mode, version=version,
-                                     cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=tokenizer)
+                                     cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=tokenizer,
+                                     append_form=recipe.get("append_form", "index"))
     dropped = set(tokens["dropped_ids"])
     kept = [r for r in records if r["id"] not in dropped]
     if not kept:

@@ -6,7 +6,9 @@ trains (the 2026-11-27 acceptance run converged on empty patches that way). Part
 gradient towards the right answer:
 
 * **patch-op F1**: the predicted patch operations against the record's true patch, each operation compared as a
-  whole (op, path, value, from) in canonical JSON, duplicates counted (a multiset). An empty prediction for an
+  whole (op, path, value, from) in canonical JSON, duplicates counted (a multiset). Both sides first write their
+  end-of-list appends as ``<list>/-`` (``training.patch_form.dash_appends`` on the record's state), so
+  ``/items/3`` and ``/items/-`` on a 3-item list are the same operation, as they are for CM. An empty prediction for an
   empty truth scores 1, an empty prediction for a change 0. An answer that gives a next state instead of a
   patch gets the scorer's changed-path F1 (``SampleScore.delta_f1``).
 * **observation F1**: the observation's leaves as (JSON pointer, value) pairs against the true observation's;
@@ -22,6 +24,7 @@ from collections import Counter
 from typing import Any, Iterable
 
 from envsim.evaluation.scoring.parsing import ParsedAnswer
+from envsim.training.patch_form import dash_appends
 
 
 def canonical(value: Any) -> str:
@@ -68,5 +71,11 @@ def partial_credit(record: dict[str, Any], answer: ParsedAnswer, delta_f1: float
     ``delta_f1``: the scorer's changed-path F1, used for answers that give a next state instead of a patch."""
     if not answer.ok:
         return 0.0
-    patch = delta_f1 if answer.patch is None else patch_op_f1(list(answer.patch), list(record.get("patch") or []))
+    if answer.patch is None:
+        patch = delta_f1
+    else:
+        predicted, truth = list(answer.patch), list(record.get("patch") or [])
+        if "state" in record:
+            predicted, truth = dash_appends(record["state"], predicted), dash_appends(record["state"], truth)
+        patch = patch_op_f1(predicted, truth)
     return (patch + observation_f1(answer.observation, record["observation"])) / 2

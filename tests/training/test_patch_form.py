@@ -1,0 +1,88 @@
+"""The append form of SFT targets (``training.patch_form``): end-of-list ``add``s become ``<list>/-``, anything
+else keeps its stored path, and the rewritten patch always gives the stored patch's next state."""
+
+from __future__ import annotations
+
+import json
+
+import jsonpatch
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envsim.delta import compute_delta, same_json
+from envsim.evaluation.scoring.parsing import parse_answer
+from envsim.training.data import sft_sample
+from envsim.training.partial_credit import partial_credit
+from envsim.training.patch_form import dash_appends, target_patch
+
+STATE = {"audit_log": [{"n": 1}, {"n": 2}, {"n": 3}], "rooms": {"R1": {"guests": ["ana"]}}, "count": 3}
+
+
+def test_an_append_at_the_end_becomes_dash_and_an_insert_keeps_its_index() -> None:
+    patch = [{"op": "replace", "path": "/count", "value": 4},
+             {"op": "add", "path": "/audit_log/3", "value": {"n": 4}},
+             {"op": "add", "path": "/audit_log/4", "value": {"n": 5}},
+             {"op": "add", "path": "/rooms/R1/guests/0", "value": "bo"},
+             {"op": "add", "path": "/rooms/R2", "value": {"guests": []}}]
+    assert dash_appends(STATE, patch) == [
+        {"op": "replace", "path": "/count", "value": 4},
+        {"op": "add", "path": "/audit_log/-", "value": {"n": 4}},
+        {"op": "add", "path": "/audit_log/-", "value": {"n": 5}},
+        {"op": "add", "path": "/rooms/R1/guests/0", "value": "bo"},  # a one-item list: index 0 is an insert
+        {"op": "add", "path": "/rooms/R2", "value": {"guests": []}}]
+
+
+def test_an_append_after_a_removal_counts_the_list_at_that_point() -> None:
+    patch = [{"op": "remove", "path": "/audit_log/0"}, {"op": "add", "path": "/audit_log/2", "value": {"n": 9}}]
+    assert dash_appends(STATE, patch)[1]["path"] == "/audit_log/-"
+    assert dash_appends(STATE, [{"op": "add", "path": "/audit_log/03", "value": 0}])[0]["path"] == "/audit_log/03"
+
+
+def test_a_patch_that_does_not_apply_is_returned_as_stored() -> None:
+    broken = [{"op": "add", "path": "/audit_log/3", "value": 1}, {"op": "remove", "path": "/nowhere"}]
+    assert dash_appends(STATE, broken) == broken
+    assert dash_appends(STATE, ["not an op", {"op": "add"}]) == ["not an op", {"op": "add"}]
+    with pytest.raises(ValueError, match="append form"):
+        target_patch({"state": STATE, "patch": []}, "minus")
+
+
+@settings(max_examples=150, deadline=None)
+@given(old=st.lists(st.integers(0, 5), max_size=6), new=st.lists(st.integers(0, 5), max_size=8),
+       other=st.dictionaries(st.sampled_from("abc"), st.lists(st.integers(0, 3), max_size=3), max_size=3))
+def test_the_rewritten_patch_gives_the_stored_next_state(old: list[int], new: list[int], other: dict) -> None:
+    before, after = {"items": old, **other}, {"items": new, **other, "z": [*old, 7]}
+    patch = compute_delta(before, after).patch
+    rewritten = dash_appends(before, patch)
+    assert same_json(jsonpatch.apply_patch(before, rewritten), after)
+    assert all(op["path"] == p["path"] or op["path"].endswith("/-") for op, p in zip(rewritten, patch))
+
+
+def test_sft_targets_and_partial_credit_use_the_dash_form() -> None:
+    record = {"id": "x-1", "env": "e-v1", "stratum": "simple", "state": STATE, "tool": "log",
+              "action": {"name": "log", "arguments": {"n": 4}}, "code": "def log(self, n): ...",
+              "observation": {"ok": True}, "patch": [{"op": "add", "path": "/audit_log/3", "value": {"n": 4}}]}
+    dash = json.loads(sft_sample(record, "mdp", version="2", append_form="dash")["messages"][-1]["content"])
+    index = json.loads(sft_sample(record, "mdp", version="2")["messages"][-1]["content"])
+    assert dash["patch"][0]["path"] == "/audit_log/-" and index["patch"] == record["patch"]
+    for answer in (dash, index):  # either form is the true operation for GRPO's partial credit, as for CM
+        assert partial_credit(record, parse_answer(json.dumps(answer))) == 1.0
+    wrong = {**dash, "patch": [{"op": "add", "path": "/audit_log/2", "value": {"n": 4}}]}
+    assert partial_credit(record, parse_answer(json.dumps(wrong))) == 0.5
+
+
+def test_a_dash_recipe_writes_dash_targets_that_score_cm_and_the_shipped_recipes_use_it(tmp_path) -> None:
+    from envsim.evaluation.scoring.scoring import score_prediction
+    from envsim.training.data import build_sft_data, load_recipe
+
+    assert {load_recipe(n).get("append_form") for n in ("default", "small-view", "in-env")} == {"dash"}
+    recipe = {**load_recipe("in-env"), "name": "dash", "cells": [{"stratum": "difficult", "n": 5}, {"stratum": "medium", "n": 8}],
+              "rollout": {"seed": 13, "episodes": 2, "steps": 30}}
+    recipe.pop("heldout")
+    stats = build_sft_data(recipe, tmp_path, env_ids=recipe["envs"][-3:])
+    rows = [json.loads(line) for line in (tmp_path / "dash.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (tmp_path / "dash.records.jsonl").read_text().splitlines()]
+    dashed = [row for row in rows if '/-"' in row["messages"][-1]["content"]]
+    assert stats["append_form"] == "dash" and stats["dash_appends"] == len(dashed) > 0
+    for row, record in zip(rows, records, strict=True):  # every target, rewritten or not, gives the true next state
+        assert score_prediction(record, parse_answer(row["messages"][-1]["content"])).cm

@@ -1,0 +1,69 @@
+"""The form of the patch an SFT target (and GRPO's partial credit) writes an append in.
+
+Construction stores each transition's patch with explicit list indices (``compute_delta``): an item appended
+to a 3-item list is ``{"op": "add", "path": "/audit_log/3", ...}``. The prompt tells the model to append with
+``"/audit_log/-"`` (RFC 6902's end-of-list index), and both forms give the same next state, but the indexed one
+asks the model to count the list, which a view may not even show whole. A small model trained on indexed
+targets gets the item right and the index wrong (the 2026-11-28 acceptance run's medium misses).
+
+``dash_appends`` rewrites every ``add`` whose index equals the length of its list at that point of the patch as
+``<list>/-``. The rewritten patch is checked to give the same next state as the stored one; where it would not
+(or the stored patch does not apply), the stored patch is returned unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+import jsonpatch
+import jsonpointer
+
+from envsim.delta import same_json
+
+#: How an SFT target writes appends: ``index`` as stored (``/items/3``), ``dash`` as ``/items/-``.
+AppendForm = Literal["index", "dash"]
+APPEND_FORMS: tuple[str, ...] = ("index", "dash")
+
+_PATCH_ERRORS = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError, IndexError, TypeError,
+                 ValueError, AttributeError)
+
+
+def _append_parent(doc: Any, op: Any) -> str | None:
+    """The list pointer of an ``add`` that appends at the end of a list of ``doc``, else None."""
+    if not (isinstance(op, dict) and op.get("op") == "add" and isinstance(op.get("path"), str)):
+        return None
+    parent, _, last = op["path"].rpartition("/")
+    if not last.isdigit() or (len(last) > 1 and last.startswith("0")):
+        return None
+    try:
+        target = jsonpointer.JsonPointer(parent).resolve(doc)
+    except _PATCH_ERRORS:
+        return None
+    return parent if isinstance(target, list) and int(last) == len(target) else None
+
+
+def dash_appends(state: Any, patch: list[Any]) -> list[Any]:
+    """``patch`` with each end-of-list ``add`` written as ``<list>/-``; the stored patch where that would change
+    the next state or the stored patch does not apply to ``state``."""
+    if not any(isinstance(op, dict) and op.get("op") == "add" for op in patch):
+        return list(patch)
+    doc = copy.deepcopy(state)
+    rewritten: list[Any] = []
+    try:
+        for op in patch:
+            parent = _append_parent(doc, op)
+            rewritten.append(op if parent is None else {**op, "path": f"{parent}/-"})
+            doc = jsonpatch.apply_patch(doc, [op], in_place=True)
+        same = same_json(jsonpatch.apply_patch(state, rewritten, in_place=False), doc)
+    except _PATCH_ERRORS:
+        return list(patch)
+    return rewritten if same else list(patch)
+
+
+def target_patch(record: dict[str, Any], form: str = "index") -> list[Any]:
+    """The patch an SFT target gives for ``record`` in append ``form`` (``index``: the stored patch)."""
+    if form not in APPEND_FORMS:
+        raise ValueError(f"append form must be one of {', '.join(APPEND_FORMS)}, not {form!r}")
+    patch = list(record.get("patch") or [])
+    return patch if form == "index" else dash_appends(record["state"], patch)
