@@ -28,7 +28,7 @@ from envsim.envs.shown import class_source
 from envsim.evaluation.prompting.prompts import (LATEST_PROMPT_VERSION, PROMPT_VERSION, build_messages, check_version,
                                        target_answer)
 from envsim.safe_files import write_json
-from envsim.training.patch_form import target_patch
+from envsim.training.patch_form import check_append_form, target_patch
 from envsim.training.sft import SFTSettings
 
 #: The SFT recipe's ``cutoff_len``: longer samples would be truncated by LLaMA-Factory.
@@ -181,6 +181,7 @@ def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1"
     ``prompt_version``: None takes the recipe's ``prompt_version`` or else the latest (2).
     ``cutoff`` / ``over_cutoff`` / ``tokenizer``: see ``fit_to_cutoff``.
     """
+    append_form = check_append_form(recipe.get("append_form", "index"))  # before the rollout, not after it
     pool, records = recipe_records(recipe, version=version, workers=workers, progress=progress, env_ids=env_ids)
     mode = recipe.get("prompt_mode", "mdp")
     sources = {e: class_source(get_env(e)) for e in {r["env"] for r in records}} if mode == "full-class" else {}
@@ -190,7 +191,6 @@ def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1"
 
         trace = execution_rationale
     prompt_version = check_version(prompt_version or recipe.get("prompt_version", LATEST_PROMPT_VERSION))
-    append_form = recipe.get("append_form", "index")
     name, tokens = write_sft_dataset(records, out_dir, recipe.get("name", "envsim_sft"), mode, trace, sources,
                                    version=prompt_version, cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=tokenizer,
                                    append_form=append_form)

@@ -61,9 +61,15 @@ def dash_appends(state: Any, patch: list[Any]) -> list[Any]:
     return rewritten if same else list(patch)
 
 
+def check_append_form(form: Any) -> str:
+    """``form`` when it is one of ``APPEND_FORMS``; a ``ValueError`` naming them otherwise."""
+    if form not in APPEND_FORMS:
+        raise ValueError(f"append_form must be one of {', '.join(APPEND_FORMS)}, not {form!r}")
+    return form
+
+
 def target_patch(record: dict[str, Any], form: str = "index") -> list[Any]:
     """The patch an SFT target gives for ``record`` in append ``form`` (``index``: the stored patch)."""
-    if form not in APPEND_FORMS:
-        raise ValueError(f"append form must be one of {', '.join(APPEND_FORMS)}, not {form!r}")
+    check_append_form(form)
     patch = list(record.get("patch") or [])
     return patch if form == "index" else dash_appends(record["state"], patch)

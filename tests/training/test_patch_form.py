@@ -43,7 +43,7 @@ def test_a_patch_that_does_not_apply_is_returned_as_stored() -> None:
     broken = [{"op": "add", "path": "/audit_log/3", "value": 1}, {"op": "remove", "path": "/nowhere"}]
     assert dash_appends(STATE, broken) == broken
     assert dash_appends(STATE, ["not an op", {"op": "add"}]) == ["not an op", {"op": "add"}]
-    with pytest.raises(ValueError, match="append form"):
+    with pytest.raises(ValueError, match="append_form must be one of"):
         target_patch({"state": STATE, "patch": []}, "minus")
 
 
@@ -86,3 +86,11 @@ def test_a_dash_recipe_writes_dash_targets_that_score_cm_and_the_shipped_recipes
     assert stats["append_form"] == "dash" and stats["dash_appends"] == len(dashed) > 0
     for row, record in zip(rows, records, strict=True):  # every target, rewritten or not, gives the true next state
         assert score_prediction(record, parse_answer(row["messages"][-1]["content"])).cm
+
+
+def test_an_unknown_append_form_is_refused_before_the_rollout(tmp_path) -> None:
+    from envsim.training.data import build_sft_data, load_recipe
+
+    with pytest.raises(ValueError, match="append_form must be one of index, dash, not 'minus'"):
+        build_sft_data({**load_recipe("smoke"), "append_form": "minus"}, tmp_path)
+    assert not any(tmp_path.iterdir())
