@@ -14,7 +14,7 @@ targets gets the item right and the index wrong (the 2026-11-28 acceptance run's
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+from typing import Any
 
 import jsonpatch
 import jsonpointer
@@ -22,7 +22,6 @@ import jsonpointer
 from envsim.delta import same_json
 
 #: How an SFT target writes appends: ``index`` as stored (``/items/3``), ``dash`` as ``/items/-``.
-AppendForm = Literal["index", "dash"]
 APPEND_FORMS: tuple[str, ...] = ("index", "dash")
 
 _PATCH_ERRORS = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError, IndexError, TypeError,
