@@ -74,6 +74,8 @@ CHANGE_STRATA = ("simple", "medium", "difficult", "extreme")
 #: The training recipe (data, in-environment held-out set) and the held-out file inside WORK/data.
 RECIPE = "in-env"
 HELDOUT = "heldout.jsonl"
+#: The last documented run's figures: its phase times stand in for the phases a time check does not measure.
+REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "real-model.json"
 _LOCK = threading.Lock()
 
 
@@ -226,12 +228,7 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
         if (sft / "model.safetensors").exists():
             say(f"sft: {sft} holds a checkpoint (kept)")
             return 0
-        command = [bin_path("envsim"), "train", "sft", "--device", "cpu", "--model", str(model), "--data", str(data),
-                   "--out", str(work / "sft"), "--cutoff", "2048", "--lr", str(args.sft_lr), "--epochs",
-                   str(args.sft_epochs), "--batch", str(args.sft_batch), "--finetuning", "freeze", "--freeze-layers",
-                   str(args.freeze_layers), "--threads", str(args.sft_threads),
-                   "--save-at", ",".join(str(n) for n in curve_points(data, args))]
-        return run_logged(work, "sft", command, env)
+        return run_logged(work, "sft", sft_command(args), env)
 
     def train_rl() -> int:
         records = sorted(data.glob("*.records.jsonl"))
@@ -318,6 +315,72 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
             "rl-eval-in-env": evaluate("rl-eval-in-env", rl, "eval-rl-in-env", "json-schema", in_env=True)}
 
 
+def sft_command(args: argparse.Namespace) -> list[str]:
+    """``envsim train sft --device cpu`` of the sequence, with the learning curve's checkpoints."""
+    work = args.work
+    return [bin_path("envsim"), "train", "sft", "--device", "cpu", "--model", str(work / "model"), "--data",
+            str(work / "data"), "--out", str(work / "sft"), "--cutoff", "2048", "--lr", str(args.sft_lr), "--epochs",
+            str(args.sft_epochs), "--batch", str(args.sft_batch), "--finetuning", "freeze", "--freeze-layers",
+            str(args.freeze_layers), "--threads", str(args.sft_threads),
+            "--save-at", ",".join(str(n) for n in curve_points(work / "data", args))]
+
+
+def reference_phases(path: Path = REFERENCE) -> tuple[dict[str, float], str]:
+    """Wall seconds per phase of the last documented run (``phases`` of docs/real-model.json) and when it ran;
+    empty when the file has none."""
+    try:
+        figures = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}, ""
+    phases = {name: float(row["wall_s"]) for name, row in (figures.get("phases") or {}).items()
+              if isinstance(row, dict) and isinstance(row.get("wall_s"), (int, float))}
+    return phases, str((figures.get("sequence") or {}).get("started", ""))
+
+
+def waves_wall(phase_walls: dict[str, float], chosen: list[str], skip: tuple[str, ...] = ("sft",)) -> float:
+    """Wall seconds of the waves run one after another, each as long as its longest lane (the lanes' phases
+    summed), counting the ``chosen`` phases outside ``skip`` that ``phase_walls`` knows."""
+    total = 0.0
+    for wave in WAVES:
+        lanes = [sum(phase_walls.get(p, 0.0) for p in lane if p in chosen and p not in skip) for lane in wave]
+        total += max(lanes, default=0.0)
+    return total
+
+
+def budget_check(args: argparse.Namespace, env: dict[str, str]) -> int:
+    """Before SFT starts: time ``--time-check`` samples of it here, project the sequence (the SFT projection plus
+    the other phases as the last documented run measured them) and write WORK/budget.json. 0: go on; 3: the
+    projection exceeds ``--budget-min`` and SFT is not started (``--over-budget`` starts it anyway); other: the
+    time check failed."""
+    work: Path = args.work
+    if (work / "sft" / "checkpoints" / "model.safetensors").exists() or not args.time_check:
+        return 0
+    code = run_logged(work, "sft-time-check", [*sft_command(args), "--time-check", str(args.time_check)], env)
+    if code:
+        say(f"sft-time-check failed (exit {code}): SFT is not started")
+        return code
+    check = json.loads((work / "sft" / "time_check.json").read_text())
+    walls, started = reference_phases()
+    rest = waves_wall(walls, args.phases, skip=("fetch", "data", "sft"))
+    sft_s = check["projected"]["total_s"]
+    verdict = {"sft_projected_s": sft_s, "sft_measured": check["measured"], "rest_s": round(rest, 1),
+               "rest_source": f"docs/real-model.json, the run started {started} (another run's measurement)"
+                              if walls else "none: docs/real-model.json has no phases",
+               "total_projected_s": round(sft_s + rest, 1), "budget_s": args.budget_min * 60,
+               "over_budget": sft_s + rest > args.budget_min * 60}
+    (work / "budget.json").write_text(json.dumps(verdict, indent=2) + "\n")
+    say(f"budget: SFT projected {sft_s / 60:.0f} min from {check['measured']['samples']} samples timed here "
+        f"({check['measured']['precision']}); the other phases {rest / 60:.0f} min (from {verdict['rest_source']}); "
+        f"{verdict['total_projected_s'] / 60:.0f} min projected against --budget-min {args.budget_min:g}")
+    if verdict["over_budget"]:
+        if args.over_budget:
+            say("budget: over, and --over-budget was given: SFT starts anyway")
+            return 0
+        say("budget: over: SFT is not started (--over-budget starts it anyway); WORK/budget.json holds the figures")
+        return 3
+    return 0
+
+
 def curve_points(data: Path, args: argparse.Namespace) -> list[int]:
     """Samples seen at the two intermediate SFT checkpoints (the final checkpoint is the curve's third point):
     the whole epochs nearest a third and two thirds of the run, or its thirds when it has fewer than three
@@ -332,8 +395,9 @@ def curve_points(data: Path, args: argparse.Namespace) -> list[int]:
     return [samples * max(1, round(args.sft_epochs * share)) for share in (1 / 3, 2 / 3)]
 
 
-def run_waves(args: argparse.Namespace) -> None:
-    """Run the chosen phases wave by wave, the lanes of a wave side by side; a failed phase ends its lane."""
+def run_waves(args: argparse.Namespace) -> int:
+    """Run the chosen phases wave by wave, the lanes of a wave side by side; a failed phase ends its lane. Before
+    the SFT wave, ``budget_check``: its non-zero code stops the sequence and is returned."""
     work: Path = args.work
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -363,12 +427,17 @@ def run_waves(args: argparse.Namespace) -> None:
                 return
 
     for wave in WAVES:
+        if any("sft" in phases for phases in wave) and "sft" in args.phases:
+            code = budget_check(args, env)
+            if code:
+                return code
         threads = [threading.Thread(target=lane, args=(phases,)) for phases in wave]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         write_figures(work, args.json)
+    return 0
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -620,11 +689,18 @@ def main() -> int:
     parser.add_argument("--eval-extra", default=EVAL_EXTRA,
                         help="JSON sent with every served eval request ('envsim eval --extra'); '' sends none.")
     parser.add_argument("--quantize", default="f16", help="GGUF type the llama.cpp servers run (f16, q8_0, q4_0).")
-    parser.add_argument("--sft-epochs", type=float, default=6.0, help="SFT epochs over the recipe's samples.")
+    parser.add_argument("--sft-epochs", type=float, default=10.0,
+                        help="SFT epochs over the recipe's samples (10: the fit check's, docs/real-model.md).")
     parser.add_argument("--sft-batch", type=int, default=1, help="SFT samples per optimizer step.")
     parser.add_argument("--sft-lr", type=float, default=1e-3)
     parser.add_argument("--sft-threads", type=int, default=2, help="Torch threads of SFT (it runs alone in its wave).")
     parser.add_argument("--freeze-layers", type=int, default=8, help="Trainable last layers (SFT and GRPO).")
+    parser.add_argument("--budget-min", type=float, default=150.0,
+                        help="Minutes the whole sequence may take: before SFT, a time check projects it and stops "
+                             "the run when over (exit 3).")
+    parser.add_argument("--time-check", type=int, default=8,
+                        help="Samples the time check trains before SFT (0: no time check, no budget).")
+    parser.add_argument("--over-budget", action="store_true", help="Start SFT even when the projection is over.")
     parser.add_argument("--rl-steps", type=int, default=20, help="GRPO optimizer steps.")
     parser.add_argument("--rl-generations", type=int, default=4, help="GRPO completions per prompt (one prompt a step).")
     parser.add_argument("--rl-lr", type=float, default=1e-5)
@@ -638,10 +714,9 @@ def main() -> int:
     unknown = [p for p in args.phases if p not in (*PHASES, "table")]
     if unknown:
         parser.error(f"unknown phase(s): {', '.join(unknown)}")
-    if args.phases != ["table"]:
-        run_waves(args)
+    code = run_waves(args) if args.phases != ["table"] else 0
     print(table(write_figures(args.work, args.json)))
-    return 0
+    return code
 
 
 if __name__ == "__main__":

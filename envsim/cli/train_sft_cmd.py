@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from envsim.cli.launch_options import (TRAIN_INSTALL, RunFiles, launch, node_header, node_options,
                                        require_cpu_training, resolve_nodes)
+
+if TYPE_CHECKING:
+    from envsim.training.sft_cpu import CPUSFTSettings
 
 
 @click.command("sft")
@@ -52,13 +56,18 @@ from envsim.cli.launch_options import (TRAIN_INSTALL, RunFiles, launch, node_hea
                    "LLaMA-Factory's; --batch counts samples per step, --max-steps and --template do not apply.")
 @click.option("--save-at", default=None, metavar="N[,N...]",
               help="--device cpu: also write RUN/checkpoint-N after N samples seen (a learning curve).")
+@click.option("--time-check", type=click.IntRange(min=1), default=None, metavar="N",
+              help="--device cpu: train the data's first N samples for one epoch with these settings, project the "
+                   "whole run's time from them (RUN/time_check.json; training/sft_time_check.py) and stop; no "
+                   "checkpoint is written.")
 @click.option("--dry-run", is_flag=True,
               help="Write and print the config files and print the command instead of launching.")
 def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus: int | None, nnodes: int | None,
             node_rank: int | None, master_addr: str | None, master_port: int | None, template: str,
             learning_rate: float, epochs: float, cutoff_len: int, effective_batch: int, max_steps: int | None,
             no_bf16: bool, finetuning: str, lora_rank: int, freeze_layers: int, no_gradient_checkpointing: bool,
-            threads: int | None, dry_run: bool, device: str = "auto", save_at: str | None = None) -> None:
+            threads: int | None, dry_run: bool, device: str = "auto", save_at: str | None = None,
+            time_check: int | None = None) -> None:
     """Write the LLaMA-Factory YAML (+ ZeRO-3 JSON) and launch SFT (full-parameter by default; on one or several nodes:
     run the same command on every node, e.g. with srun).
 
@@ -73,10 +82,13 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
     if device == "cpu":
         _cpu_loop(model, data_dir, dataset, run_dir, learning_rate=learning_rate, epochs=epochs,
                   batch=effective_batch, freeze_layers=freeze_layers, cutoff=cutoff_len, threads=threads,
-                  save_at=save_at, finetuning=finetuning, dry_run=dry_run, precision="fp32" if no_bf16 else "auto")
+                  save_at=save_at, finetuning=finetuning, dry_run=dry_run, precision="fp32" if no_bf16 else "auto",
+                  time_check=time_check)
         return
     if save_at:
         raise click.UsageError("--save-at needs --device cpu (LLaMA-Factory: set save_steps in the YAML)")
+    if time_check:
+        raise click.UsageError("--time-check needs --device cpu (it times EnvSim's CPU loop)")
     layout = resolve_nodes(nnodes, node_rank, master_addr, master_port, gpus)
     gpus = layout.gpus_per_node
 
@@ -144,8 +156,9 @@ def parse_save_at(text: str | None) -> tuple[int, ...]:
 
 def _cpu_loop(model: str, data_dir: Path, dataset: str | None, run_dir: Path, *, learning_rate: float, epochs: float,
               batch: int, freeze_layers: int, cutoff: int, threads: int | None, save_at: str | None,
-              finetuning: str, dry_run: bool, precision: str = "auto") -> None:
-    """``envsim train sft --device cpu``: the CPU loop of ``training.sft_cpu``."""
+              finetuning: str, dry_run: bool, precision: str = "auto", time_check: int | None = None) -> None:
+    """``envsim train sft --device cpu``: the CPU loop of ``training.sft_cpu`` (or, with ``time_check``, its
+    projected time from that many samples: ``training.sft_time_check``)."""
     from envsim.training.sft_cpu import CPUSFTSettings, dataset_file, train_sft_cpu
 
     if finetuning != "freeze":
@@ -165,9 +178,24 @@ def _cpu_loop(model: str, data_dir: Path, dataset: str | None, run_dir: Path, *,
         click.echo(json.dumps(settings.to_json(), indent=2))
         return
     require_cpu_training("the CPU SFT loop")
+    if time_check:
+        _time_check(settings, time_check)
+        return
     try:
         summary = train_sft_cpu(settings, lambda line: click.echo(line, err=True))
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(summary, indent=2))
     click.echo(f"model directory: {run_dir / 'checkpoints'}")
+
+
+def _time_check(settings: CPUSFTSettings, samples: int) -> None:
+    """``--time-check N``: measure N samples, print the projection line and RUN/time_check.json."""
+    from envsim.training.sft_time_check import FILE_NAME, describe, time_check
+
+    try:
+        result = time_check(settings, samples, lambda line: click.echo(line, err=True))
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(describe(result))
+    click.echo(f"written: {settings.output_dir / FILE_NAME}")

@@ -131,3 +131,37 @@ def test_caching_says_how_far_it_is():
     assert cache == [3, 3, 15]                                  # every sequence, in order
     assert lines[0].startswith("cached 1/3 samples (33% of the tokens") and "ETA" in lines[0]
     assert len(lines) == 2                                       # none after the last one: 'cached in N s' follows
+
+
+def test_time_check_measures_a_few_samples_and_projects_the_run(tiny, tmp_path):
+    """``--time-check 2`` trains 2 samples for one epoch, projects all of them for --epochs at the measured
+    seconds per token, and leaves no checkpoint behind; without --device cpu it is refused."""
+    base = ["train", "sft", "--model", str(tiny["model"]), "--data", str(tiny["data"]), "--finetuning", "freeze",
+            "--freeze-layers", "1", "--epochs", "3", "--batch", "1", "--threads", "1"]
+    refused = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "gpu"), "--time-check", "2"])
+    assert refused.exit_code != 0 and "--time-check needs --device cpu" in refused.output
+    run = tmp_path / "run"
+    result = CliRunner().invoke(main, [*base, "--device", "cpu", "--out", str(run), "--time-check", "2"])
+    assert result.exit_code == 0, result.output
+    assert "a projection, not a measurement" in result.output
+    assert sorted(p.name for p in run.iterdir()) == ["time_check.json"]      # no checkpoint, no scratch folder
+    check = json.loads((run / "time_check.json").read_text())
+    tokenizer = _tokenizer(str(tiny["model"]))
+    lengths = [tokenize_sample(tokenizer, s).length for s in read_samples(dataset_file(tiny["data"]))]
+    measured, whole, projected = check["measured"], check["run"], check["projected"]
+    assert measured["samples"] == 2 and measured["tokens"] == sum(lengths[:2])
+    assert whole == {"samples": len(lengths), "tokens": sum(lengths), "epochs": 3.0, "samples_seen": 3 * len(lengths)}
+    ratio = sum(lengths) / sum(lengths[:2])
+    assert projected["cache_s"] == pytest.approx(measured["cache_s"] * ratio, abs=0.1)
+    assert projected["train_s"] == pytest.approx(measured["train_s"] * ratio * 3, abs=0.1)
+    assert projected["total_s"] == pytest.approx(projected["cache_s"] + projected["train_s"] + measured["fixed_s"],
+                                                 abs=0.2)
+    assert measured["wall_s"] >= measured["cache_s"] + measured["train_s"] > 0
+
+
+def test_time_check_projection_scales_per_token_and_epoch():
+    from envsim.training.sft_time_check import minutes, project
+
+    measured = {"tokens": 1000, "cache_s": 10.0, "train_s": 20.0, "fixed_s": 5.0}
+    assert project(measured, 10_000, 3) == {"cache_s": 100.0, "train_s": 600.0, "fixed_s": 5.0, "total_s": 705.0}
+    assert minutes(705.0) == "12 min" and minutes(26_000) == "7 h 13 min"

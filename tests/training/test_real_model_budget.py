@@ -1,0 +1,84 @@
+"""``benchmarks/real_model_cpu.py``'s budget: before SFT, a time check projects the sequence; over the budget, SFT
+is not started and the script exits 3 (``--over-budget`` starts it anyway). The script's time check itself
+(``envsim train sft --time-check``) is tested in test_sft_cpu.py; here it is replaced by its file."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "real_model_cpu.py"
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("real_model_cpu", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def arguments(work: Path, **changes) -> argparse.Namespace:
+    values = {"work": work, "phases": ["fetch", "data", "sft", "null", "sft-eval"], "sft_lr": 1e-3, "sft_epochs": 10.0,
+              "sft_batch": 1, "freeze_layers": 8, "sft_threads": 2, "time_check": 8, "budget_min": 150.0,
+              "over_budget": False, "json": None}
+    values.update(changes)
+    return argparse.Namespace(**values)
+
+
+def fake_time_check(work: Path, total_s: float):
+    """A stand-in for the time-check command: writes the file it writes, with ``total_s`` projected."""
+    def run(_work, phase, command, _env):
+        assert phase == "sft-time-check" and command[-2:] == ["--time-check", "8"]
+        (work / "sft").mkdir(parents=True, exist_ok=True)
+        (work / "sft" / "time_check.json").write_text(json.dumps({
+            "measured": {"samples": 8, "precision": "fp32"}, "projected": {"total_s": total_s}}))
+        return 0
+    return run
+
+
+def test_the_other_waves_last_as_long_as_their_longest_lanes(script):
+    walls = {"zeroshot-json": 100.0, "null": 1.0, "rl": 50.0, "sft-eval": 80.0, "zeroshot-json-in-env": 90.0,
+             "null-in-env": 1.0, "sft-eval-in-env": 60.0, "curve": 120.0, "rl-eval": 70.0, "rl-eval-in-env": 40.0,
+             "sft": 5000.0, "fetch": 20.0, "data": 10.0}
+    chosen = list(walls)
+    # wave 3: max(100 + 1 + 50 + 80, 90 + 1 + 60 + 120) = 271; wave 4: max(40, 70) = 70; fetch, data, sft skipped
+    assert script.waves_wall(walls, chosen, skip=("fetch", "data", "sft")) == pytest.approx(341.0)
+    assert script.waves_wall(walls, ["curve", "rl-eval"], skip=("sft",)) == pytest.approx(190.0)
+    shipped, started = script.reference_phases()
+    assert shipped and started                # docs/real-model.json names the run its phase times come from
+
+
+def test_over_budget_stops_before_sft_and_over_budget_flag_goes_on(script, tmp_path, monkeypatch):
+    monkeypatch.setattr(script, "reference_phases", lambda: ({"sft-eval": 600.0, "null": 1.0}, "2026-11-28 17:57"))
+    monkeypatch.setattr(script, "run_logged", fake_time_check(tmp_path, 150 * 60.0))
+    assert script.budget_check(arguments(tmp_path), {}) == 3
+    verdict = json.loads((tmp_path / "budget.json").read_text())
+    assert verdict["over_budget"] and verdict["total_projected_s"] == pytest.approx(9601.0)      # 150 min + sft-eval and null in one lane
+    assert "another run's measurement" in verdict["rest_source"]
+    assert script.budget_check(arguments(tmp_path, over_budget=True), {}) == 0
+    assert script.budget_check(arguments(tmp_path, budget_min=161.0), {}) == 0
+    assert not json.loads((tmp_path / "budget.json").read_text())["over_budget"]
+
+
+def test_a_failed_time_check_stops_the_sequence_and_a_finished_sft_needs_none(script, tmp_path, monkeypatch):
+    monkeypatch.setattr(script, "run_logged", lambda *a: 2)
+    assert script.budget_check(arguments(tmp_path), {}) == 2
+    assert script.budget_check(arguments(tmp_path, time_check=0), {}) == 0
+    (tmp_path / "sft" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "sft" / "checkpoints" / "model.safetensors").write_bytes(b"")
+    assert script.budget_check(arguments(tmp_path), {}) == 0
+
+
+def test_the_sequence_ends_at_the_budget_with_the_phases_before_it_run(script, tmp_path, monkeypatch):
+    ran: list[str] = []
+    monkeypatch.setattr(script, "phase_runner", lambda args, env: {p: (lambda p=p: ran.append(p) or 0)
+                                                                   for p in script.PHASES})
+    monkeypatch.setattr(script, "budget_check", lambda args, env: 3)
+    monkeypatch.setattr(script, "write_figures", lambda work, json_path: {})
+    assert script.run_waves(arguments(tmp_path)) == 3
+    assert ran == ["fetch", "data"]
