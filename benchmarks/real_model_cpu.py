@@ -493,7 +493,8 @@ def stage_figures(work: Path, folder: str) -> dict[str, Any] | None:
 
 
 def collect_figures(work: Path) -> dict[str, Any]:
-    """Every stage's figures, phase costs and the throughput table, as written to figures.json."""
+    """Every stage's figures, phase costs, the throughput table and the budget check (WORK/budget.json), as
+    written to figures.json."""
     stages: dict[str, Any] = {}
     for name, folder, response_format, training in STAGES:
         figures = stage_figures(work, folder)
@@ -510,11 +511,12 @@ def collect_figures(work: Path) -> dict[str, Any]:
     for name in ("grpo", "grpo-in-env"):
         if name in stages:
             stages[name]["grpo_steps"] = grpo_steps(work)
-    throughput_path = work / "throughput.json"
+    throughput_path, budget_path = work / "throughput.json", work / "budget.json"
     return {"subset": SUBSET, "in_env_heldout": heldout_facts(work), "stages": stages,
             "learning_curve": learning_curve(work), "sft_run": sft_run(work), "sequence": sequence_span(work),
             "phases": {p: phase_cost(work, p) for p in PHASES if phase_cost(work, p)["wall_s"]},
-            "throughput": json.loads(throughput_path.read_text()) if throughput_path.exists() else None}
+            "throughput": json.loads(throughput_path.read_text()) if throughput_path.exists() else None,
+            "budget": json.loads(budget_path.read_text()) if budget_path.exists() else None}
 
 
 def sft_run(work: Path) -> dict[str, Any] | None:

@@ -82,3 +82,11 @@ def test_the_sequence_ends_at_the_budget_with_the_phases_before_it_run(script, t
     monkeypatch.setattr(script, "write_figures", lambda work, json_path: {})
     assert script.run_waves(arguments(tmp_path)) == 3
     assert ran == ["fetch", "data"]
+
+
+def test_the_figures_carry_the_budget_check(script, tmp_path, monkeypatch):
+    monkeypatch.setattr(script, "reference_phases", lambda: ({}, ""))
+    monkeypatch.setattr(script, "run_logged", fake_time_check(tmp_path, 60.0))
+    assert script.budget_check(arguments(tmp_path), {}) == 0
+    budget = script.collect_figures(tmp_path)["budget"]
+    assert budget["total_projected_s"] == 60.0 and budget["rest_source"].startswith("none")
