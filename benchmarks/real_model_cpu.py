@@ -396,8 +396,9 @@ def curve_points(data: Path, args: argparse.Namespace) -> list[int]:
 
 
 def run_waves(args: argparse.Namespace) -> int:
-    """Run the chosen phases wave by wave, the lanes of a wave side by side; a failed phase ends its lane. Before
-    the SFT wave, ``budget_check``: its non-zero code stops the sequence and is returned."""
+    """Run the chosen phases wave by wave, the lanes of a wave side by side; a failed phase ends its lane, and the
+    sequence returns 1 with the failed phases named once every wave has run. Before the SFT wave,
+    ``budget_check``: its non-zero code stops the sequence and is returned."""
     work: Path = args.work
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -412,6 +413,8 @@ def run_waves(args: argparse.Namespace) -> int:
                 "runs used bfloat16 (docs/real-model.md): expect SFT several times slower "
                 "(python benchmarks/cpu_precision.py measures both here)")
 
+    failed: list[str] = []
+
     def lane(phases: tuple[str, ...]) -> None:
         for phase in phases:
             if phase not in args.phases:
@@ -424,6 +427,8 @@ def run_waves(args: argparse.Namespace) -> int:
                 (work / "phases.json").write_text(json.dumps(times, indent=2) + "\n")
             if code:
                 say(f"{phase} failed (exit {code}); the rest of its lane is not run")
+                with _LOCK:
+                    failed.append(f"{phase} (exit {code})")
                 return
 
     for wave in WAVES:
@@ -437,6 +442,9 @@ def run_waves(args: argparse.Namespace) -> int:
         for thread in threads:
             thread.join()
         write_figures(work, args.json)
+    if failed:
+        say(f"FAILED phases: {', '.join(failed)}; the figures below lack what they would have given (exit 1)")
+        return 1
     return 0
 
 

@@ -90,3 +90,18 @@ def test_the_figures_carry_the_budget_check(script, tmp_path, monkeypatch):
     assert script.budget_check(arguments(tmp_path), {}) == 0
     budget = script.collect_figures(tmp_path)["budget"]
     assert budget["total_projected_s"] == 60.0 and budget["rest_source"].startswith("none")
+
+
+def test_a_failed_phase_ends_its_lane_and_the_sequence_exits_1(script, tmp_path, monkeypatch, capsys):
+    ran: list[str] = []
+
+    def runner(phase: str):
+        return lambda: ran.append(phase) or (2 if phase == "zeroshot-json" else 0)
+
+    monkeypatch.setattr(script, "phase_runner", lambda args, env: {p: runner(p) for p in script.PHASES})
+    monkeypatch.setattr(script, "budget_check", lambda args, env: 0)
+    monkeypatch.setattr(script, "write_figures", lambda work, json_path: {})
+    phases = ["fetch", "data", "sft", "zeroshot-json", "null", "zeroshot-json-in-env", "rl-eval"]
+    assert script.run_waves(arguments(tmp_path, phases=phases)) == 1
+    assert "null" not in ran and {"zeroshot-json-in-env", "rl-eval"} <= set(ran)   # only its own lane stops
+    assert "FAILED phases: zeroshot-json (exit 2)" in capsys.readouterr().out
