@@ -5,15 +5,11 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from envsim.cli.launch_options import (TRAIN_INSTALL, RunFiles, launch, node_header, node_options,
                                        require_cpu_training, resolve_nodes)
-
-if TYPE_CHECKING:
-    from envsim.training.sft_cpu import CPUSFTSettings
 
 
 @click.command("sft")
@@ -179,7 +175,13 @@ def _cpu_loop(model: str, data_dir: Path, dataset: str | None, run_dir: Path, *,
         return
     require_cpu_training("the CPU SFT loop")
     if time_check:
-        _time_check(settings, time_check)
+        from envsim.training.sft_time_check import FILE_NAME, describe, time_check as measure
+
+        try:
+            result = measure(settings, time_check, lambda line: click.echo(line, err=True))
+        except (OSError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(f"{describe(result)}\nwritten: {run_dir / FILE_NAME}")
         return
     try:
         summary = train_sft_cpu(settings, lambda line: click.echo(line, err=True))
@@ -187,15 +189,3 @@ def _cpu_loop(model: str, data_dir: Path, dataset: str | None, run_dir: Path, *,
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(summary, indent=2))
     click.echo(f"model directory: {run_dir / 'checkpoints'}")
-
-
-def _time_check(settings: CPUSFTSettings, samples: int) -> None:
-    """``--time-check N``: measure N samples, print the projection line and RUN/time_check.json."""
-    from envsim.training.sft_time_check import FILE_NAME, describe, time_check
-
-    try:
-        result = time_check(settings, samples, lambda line: click.echo(line, err=True))
-    except (OSError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
-    click.echo(describe(result))
-    click.echo(f"written: {settings.output_dir / FILE_NAME}")
