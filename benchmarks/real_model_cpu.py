@@ -9,7 +9,9 @@ partial credit as reward). Every model is served with ``envsim serve --backend l
 evaluated with ``--response-format json-schema`` on BOTH held-out sets: the in-environment one and the shipped
 env-disjoint v1 subset ``v1_test_smollm2_2048`` (state views, prompt version 3); ``null`` beside each.
 
-Phases run in waves: data, then SFT alone on both cores (two threads, bfloat16 products where the CPU has them),
+Phases run in waves: data, then a budget check (``envsim train sft --time-check 8`` projects SFT from 8 samples
+timed here, the other phases count as docs/real-model.json measured them; over ``--budget-min`` the run stops
+with exit 3 before SFT), then SFT alone on both cores (two threads, bfloat16 products where the CPU has them),
 then two lanes side by side, one process per core (the zero-shot and null evals, GRPO and the SFT eval on the
 subset in one; the in-environment zero-shot, null, SFT and learning-curve evals in the other), then the two
 GRPO evals side by side. Every phase is resumable: its output is kept under WORK (an interrupted eval resumes
