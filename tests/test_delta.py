@@ -21,6 +21,7 @@ json_values = st.recursive(
 states = st.dictionaries(st.text(max_size=5), json_values, max_size=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(states, states)
 def test_patch_reproduces_any_pair(old, new):

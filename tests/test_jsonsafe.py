@@ -66,6 +66,7 @@ def _nested_values(draw, depth):
     return value
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.integers(MAX_DEPTH - 3, MAX_DEPTH + 3).flatmap(_nested_values))
 def test_written_within_shows_a_value_within_the_limit_and_never_one_past_it(value):

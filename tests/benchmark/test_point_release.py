@@ -76,7 +76,8 @@ def test_a_release_holds_the_base_samples_with_import_lines_added_to_their_code(
     assert bool(mappings) == ((release, name) == ("v2.1", "bfcl.jsonl"))
 
 
-@pytest.mark.parametrize("release,name", SPLITS, ids=[f"{r}-{n}" for r, n in SPLITS])
+@pytest.mark.parametrize("release,name", [pytest.param(r, n, marks=[pytest.mark.slow] if n == "dev.jsonl" else [])
+                                          for r, n in SPLITS], ids=[f"{r}-{n}" for r, n in SPLITS])
 def test_re_deriving_reproduces_the_shipped_release_byte_for_byte(release: str, name: str) -> None:
     missing = _derivable(name)
     if missing:
@@ -105,6 +106,7 @@ def test_an_environment_changed_since_the_base_was_built_is_refused() -> None:
         release_line(line, "x:1", {})
 
 
+@pytest.mark.slow
 def test_derive_release_writes_the_folder_and_keeps_the_release_s_own_files(tmp_path: Path) -> None:
     counts = derive_release(BENCHMARK_DIR / "v1", tmp_path / "v1.1")
     assert counts["test"] == {"records": 400, "with_imports": 75}

@@ -172,6 +172,7 @@ def _tiers(model: str, tmp_path, limit: int) -> dict:
     return json.loads((run_dir / "tiers.json").read_text())
 
 
+@pytest.mark.slow
 def test_oracle_is_perfect_on_every_tier(tmp_path):
     table = _tiers("oracle", tmp_path, 14)
     assert {"core", "extreme", "long_state", "chained"} <= set(table)
@@ -183,6 +184,7 @@ def test_oracle_is_perfect_on_every_tier(tmp_path):
             assert row["episode_cm"] == 1.0 and set(row["cm_at_k"].values()) == {1.0}
 
 
+@pytest.mark.slow
 def test_null_baseline_per_tier(tmp_path):
     table = _tiers("null", tmp_path, 14)
     assert table["extreme"]["cm"] == 0.0  # every extreme sample changes the state

@@ -195,6 +195,7 @@ pytestmark_linux = pytest.mark.skipif(not Path("/proc/self/task").exists(), reas
 
 
 @pytestmark_linux
+@pytest.mark.slow
 def test_a_worker_killed_with_9_loses_no_labelled_task_and_the_rerun_resumes(tmp_path):
     log, out = tmp_path / "log.jsonl", tmp_path / "run" / "out.jsonl"
     _slow_log(log, 16)
@@ -232,7 +233,8 @@ def test_workers_die_with_a_parent_killed_with_9(tmp_path):
 
 
 @pytestmark_linux
-@pytest.mark.parametrize("workers", [pytest.param(1, marks=pytest.mark.slow), 2])
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [1, 2])
 def test_ctrl_c_keeps_the_labelled_tasks_says_so_and_the_rerun_resumes(tmp_path, workers):
     log, out = tmp_path / "log.jsonl", tmp_path / "run" / "out.jsonl"
     _slow_log(log, 40)   # 8 s of calls in one process: Ctrl-C after 2 tasks lands well before the end under load

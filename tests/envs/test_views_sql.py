@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from envsim.construction.labelling import to_record
 from envsim.construction.rollout import seeded_rollouts
 from envsim.envs.registry import get_env
@@ -27,6 +29,7 @@ def test_equalities_of_where_and_on_are_read_per_table():
     assert _conditions("SELECT * FROM orders ORDER BY id", reads) == []
 
 
+@pytest.mark.slow
 def test_sql_views_hold_the_rows_read_and_reproduce_every_record():
     trust_target(SQLSHOP)
     cls = get_env(SQLSHOP)

@@ -243,6 +243,7 @@ def test_chromium_shows_no_difference_for_key_order(key_order_run, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 def test_chromium_renders_4000_samples_fast_and_small(tmp_path):
     """4,000 samples (v1 test ten times over, under new ids) scored by the null model: the page weighs <= 15 MB and
     its script has rendered within 5 s of navigation (``data-render-ms``)."""
