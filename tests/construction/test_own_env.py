@@ -35,6 +35,7 @@ def test_records_on_an_initial_state_go_to_one_split_by_identity():
     assert 20 < sum(identity_split(r["id"]) == "test" for r in records[:200]) < 80
 
 
+@pytest.mark.slow
 def test_construct_and_train_data_of_ones_own_class_share_no_state_action_pair(tmp_path):
     runner = CliRunner()
     common = ["--env", SMALL_SHOP, "--pool", "40", "--episodes", "2", "--steps", "15", "--no-progress"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from envsim.cli import main
@@ -40,6 +41,7 @@ def test_replay_into_training_refuses_held_out_envs(tmp_path):
     assert result.exit_code != 0 and "held-out test environments" in result.output
 
 
+@pytest.mark.slow
 def test_llm_agent_policy_against_local_server(tmp_path):
     out = tmp_path / "agent.jsonl"
     with FakeOpenAIServer([]) as server:

@@ -3,6 +3,7 @@ exit status 1 on a defect, never a traceback."""
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from envsim.cli import main
@@ -48,6 +49,7 @@ def test_a_uuid4_tool_is_named_as_a_defect_and_sets_the_exit_status():
     assert lines[-1].endswith("1 defect(s), 0 warning(s)")
 
 
+@pytest.mark.slow
 def test_a_clean_class_passes_and_a_non_json_return_is_a_defect(capsys):
     result = CliRunner().invoke(main, ["envs", "check", "tests.fixtures.telecom.wrapper:TelecomEnv", "--steps", "6",
                                        "--episodes", "1", "--per-tool", "3"])

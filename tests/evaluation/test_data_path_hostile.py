@@ -84,6 +84,7 @@ def test_parse_bomb_reads_a_bounded_number_of_characters(monkeypatch):
     assert len(read) < 10
 
 
+@pytest.mark.slow
 def test_bomb_answers_do_not_delay_the_other_samples(tmp_path, small_records, monkeypatch):
     """Parsing runs off the event loop: three answers that take 1.5 s each to parse leave the others' latency_s
     (the server's time) at the server's milliseconds."""
