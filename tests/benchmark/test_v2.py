@@ -99,7 +99,7 @@ def test_held_out_environments_never_reach_training():
         assert not bfcl_envs & set(training_envs(builtin, "v2"))
 
 
-@pytest.mark.parametrize("split", ["test", "extreme", "long_state"])
+@pytest.mark.parametrize("split", [pytest.param("test", marks=pytest.mark.slow), "extreme", "long_state"])
 def test_every_sample_re_executes_exactly(split):
     for record in load("v2", split):
         cls = get_env(record["env"])

@@ -39,7 +39,7 @@ def test_a_patch_on_the_compacted_list_lands_at_full_state_indices():
                                                                  "/customers/-"]
 
 
-@pytest.mark.parametrize("target", [TELECOM, AIRLINE])
+@pytest.mark.parametrize("target", [TELECOM, pytest.param(AIRLINE, marks=pytest.mark.slow)])
 def test_scanned_lists_are_shown_in_part_verified_and_answered_from_the_prompt(target):
     cls, records = _records(target)
     full_chars = min(len(json.dumps(r["state"])) for r in records)

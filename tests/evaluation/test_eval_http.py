@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from envsim.cli import main
 from envsim.evaluation.baselines.fake_server import FakeOpenAIServer
+from envsim.evaluation.running.runner import RetryPolicy
 
 CHANGE_STRATA = ("simple", "medium", "difficult")
 
@@ -82,11 +83,21 @@ def test_timeouts_are_infrastructure_failures(tmp_path, small_benchmark, small_r
     assert all(r["reason"].startswith("timeout") for r in rows)
 
 
-def test_429_and_500_are_retried(tmp_path, small_benchmark, small_records):
+def test_429_and_500_are_retried(tmp_path, small_benchmark, small_records, monkeypatch):
+    # the backoff itself is RetryPolicy.delay's (test_backoff_doubles_per_retry_with_jitter_up_to_its_cap); here only that retries happen
+    monkeypatch.setattr(RetryPolicy, "delay", lambda self, attempt: 0.01)
     with FakeOpenAIServer(small_records) as server:
         summary = _eval(tmp_path, small_benchmark, "flaky", server.base_url, "--max-retries", "3")
     assert summary["infra_failures"] == 0 and summary["overall"]["cm"] == 1.0
     assert {r["attempts"] for r in _results(tmp_path, "flaky")} == {3}
+
+
+def test_backoff_doubles_per_retry_with_jitter_up_to_its_cap():
+    policy = RetryPolicy(backoff_base=0.5, backoff_max=3.0)
+    for attempt, full in [(1, 0.5), (2, 1.0), (3, 2.0), (4, 3.0), (9, 3.0)]:
+        waits = [policy.delay(attempt) for _ in range(200)]
+        assert all(full / 2 <= w <= full for w in waits), (attempt, min(waits), max(waits))
+        assert max(waits) - min(waits) > full / 10  # jittered, not one fixed wait
 
 
 @pytest.mark.parametrize("model", ["down", "nochoices"])

@@ -25,6 +25,7 @@ def _episode(env_id: str, provider, seed: int, steps: int) -> dict:
     return asyncio.run(run_episode(env, ExplorerAgent(cls, seed), seed, steps))
 
 
+@pytest.mark.slow
 def test_oracle_never_diverges_over_100_episodes_in_20_envs():
     env_ids = [e.id for e in list_envs() if e.builtin][:20]
     assert len(env_ids) == 20
