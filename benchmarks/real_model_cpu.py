@@ -6,7 +6,8 @@ in-environment held-out set (100 calls of the same environments from other rollo
 ``envsim train sft --device cpu`` trains the last 8 of 30 layers on them (checkpoints along the way for a
 learning curve); ``envsim train rl --device cpu --generator llama.cpp`` continues with GRPO (format, FM, CM and
 partial credit as reward). Every model is served with ``envsim serve --backend llama.cpp`` (one thread) and
-evaluated with ``--response-format json-schema`` on BOTH held-out sets: the in-environment one and the shipped
+evaluated under the answer's JSON Schema (``--response-format json-schema``; a trained model in the key order
+of its SFT data, ``json-schema-path-first`` for path-first targets) on BOTH held-out sets: the in-environment one and the shipped
 env-disjoint v1 subset ``v1_test_smollm2_2048`` (state views, prompt version 3); ``null`` beside each.
 
 Phases run in waves: data, then a budget check (``envsim train sft --time-check 8`` projects SFT from 8 samples
@@ -56,13 +57,15 @@ WAVES = ((("fetch", "data"),), (("sft",),),
 SUBSET = "v1_test_smollm2_2048"
 PROMPT = ["--prompt-mode", "mdp-view", "--prompt-version", "3"]
 STRATA = ("failure", "no_change", "simple", "medium", "difficult")
+#: The response format of a trained model's rows: the one its SFT data was written for (``trained_format``).
+TRAINED = "trained"
 #: (stage name in figures.json, eval run folder, response format, training phase whose cost it carries)
 STAGES = (("zero-shot", "eval-zeroshot", "free", None), ("zero-shot-json-schema", "eval-zeroshot-json",
                                                          "json-schema", None),
-          ("sft", "eval-sft", "json-schema", "sft"), ("grpo", "eval-rl", "json-schema", "rl"),
+          ("sft", "eval-sft", TRAINED, "sft"), ("grpo", "eval-rl", TRAINED, "rl"),
           ("null", "eval-null", "free", None),
           ("zero-shot-json-schema-in-env", "eval-zeroshot-json-in-env", "json-schema", None),
-          ("sft-in-env", "eval-sft-in-env", "json-schema", "sft"), ("grpo-in-env", "eval-rl-in-env", "json-schema", "rl"),
+          ("sft-in-env", "eval-sft-in-env", TRAINED, "sft"), ("grpo-in-env", "eval-rl-in-env", TRAINED, "rl"),
           ("null-in-env", "eval-null-in-env", "free", None))
 EVAL_PHASES = {"eval-zeroshot": "zeroshot", "eval-zeroshot-json": "zeroshot-json", "eval-sft": "sft-eval",
                "eval-rl": "rl-eval", "eval-null": "null", "eval-zeroshot-json-in-env": "zeroshot-json-in-env",
@@ -199,6 +202,16 @@ def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, response_
         record_command(work, f"{phase}.server", serve, code, time.monotonic() - started, cpu)
 
 
+def trained_format(data: Path) -> str:
+    """The response format a model trained on ``data`` decodes under: ``json-schema-path-first`` when its targets
+    write each operation's path before its op (stats.json's ``patch_key_order``), else ``json-schema``."""
+    try:
+        order = json.loads((data / "stats.json").read_text()).get("patch_key_order", "op-first")
+    except (OSError, ValueError, AttributeError):
+        order = "op-first"
+    return "json-schema-path-first" if order == "path-first" else "json-schema"
+
+
 def done_samples(run_dir: Path) -> int:
     """Result rows already in ``run_dir`` (0 when none)."""
     try:
@@ -242,7 +255,7 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
             return 1
         return run_logged(work, "rl", [bin_path("envsim"), "train", "rl", "--model", str(sft), "--records",
                                        str(records[0]), "--out", str(work / "rl"), "--device", "cpu", "--generator",
-                                       "llama.cpp", *PROMPT, "--response-format", "json-schema",
+                                       "llama.cpp", *PROMPT, "--response-format", trained_format(data),
                                        "--num-generations", str(args.rl_generations), "--batch",
                                        str(args.rl_generations), "--max-completion-length", str(args.max_tokens),
                                        "--max-steps", str(args.rl_steps), "--lr", str(args.rl_lr), "--freeze-layers",
@@ -254,7 +267,8 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
             if not (checkpoint / "model.safetensors").exists():
                 say(f"{phase}: skipped, no model at {checkpoint}")
                 return 1
-            return serve_and_eval(work, phase, checkpoint, work / folder, response_format, args, env,
+            kind = trained_format(data) if response_format == TRAINED else response_format
+            return serve_and_eval(work, phase, checkpoint, work / folder, kind, args, env,
                                   data / HELDOUT if in_env else None)
         return run
 
@@ -272,7 +286,7 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
         """The in-environment eval of every intermediate SFT checkpoint (the last point is the sft-in-env eval)."""
         for n in curve_points(data, args):
             code = serve_and_eval(work, "curve", work / "sft" / f"checkpoint-{n}", work / f"eval-curve-{n}",
-                                  "json-schema", args, env, data / HELDOUT)
+                                  trained_format(data), args, env, data / HELDOUT)
             if code:
                 return code
         return 0
@@ -311,10 +325,10 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
             "zeroshot-json-in-env": evaluate("zeroshot-json-in-env", model, "eval-zeroshot-json-in-env",
                                              "json-schema", in_env=True),
             "null": null, "null-in-env": null_in_env, "throughput": throughput,
-            "sft-eval": evaluate("sft-eval", sft, "eval-sft", "json-schema"),
-            "sft-eval-in-env": evaluate("sft-eval-in-env", sft, "eval-sft-in-env", "json-schema", in_env=True),
-            "curve": curve, "rl": train_rl, "rl-eval": evaluate("rl-eval", rl, "eval-rl", "json-schema"),
-            "rl-eval-in-env": evaluate("rl-eval-in-env", rl, "eval-rl-in-env", "json-schema", in_env=True)}
+            "sft-eval": evaluate("sft-eval", sft, "eval-sft", TRAINED),
+            "sft-eval-in-env": evaluate("sft-eval-in-env", sft, "eval-sft-in-env", TRAINED, in_env=True),
+            "curve": curve, "rl": train_rl, "rl-eval": evaluate("rl-eval", rl, "eval-rl", TRAINED),
+            "rl-eval-in-env": evaluate("rl-eval-in-env", rl, "eval-rl-in-env", TRAINED, in_env=True)}
 
 
 def sft_command(args: argparse.Namespace) -> list[str]:
@@ -510,7 +524,8 @@ def collect_figures(work: Path) -> dict[str, Any]:
         figures = stage_figures(work, folder)
         if figures is None:
             continue
-        figures.update(response_format=response_format, **phase_cost(work, EVAL_PHASES[folder]))
+        kind = trained_format(work / "data") if response_format == TRAINED else response_format
+        figures.update(response_format=kind, **phase_cost(work, EVAL_PHASES[folder]))
         if training:
             cost = phase_cost(work, training)
             figures.update(train_wall_s=cost["wall_s"], train_cpu_s=cost["cpu_s"])

@@ -36,7 +36,7 @@ def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tie
              echo_err: Printer | None = None) -> EvalSummary:
     """Evaluate ``model`` (an endpoint's model name, or the baselines ``"null"`` / ``"oracle"``) and return
     its summary; keywords mirror ``envsim eval``'s options (``tokenizer`` = ``--tokenizer``, ``extra`` =
-    ``--extra`` as a dict, ``response_format`` = ``--response-format``: ``"free"`` or ``"json-schema"``).
+    ``--extra`` as a dict, ``response_format`` = ``--response-format``: ``"free"``, ``"json-schema"`` or ``"json-schema-path-first"``).
     ``echo``/``echo_err`` receive the console lines (default: silent); progress follows ``ENVSIM_PROGRESS``.
     Raises ``EvalStopped`` (and subclasses) when nothing was run."""
     from envsim.evaluation.running.single_run import run_split

@@ -48,6 +48,25 @@ def test_without_usable_metadata_the_defaults_come_with_a_note(tmp_path, content
     assert "--prompt-mode" not in evaluate and any("must match the model's training data" in line for line in lines)
 
 
+@pytest.mark.parametrize("order, printed", [("path-first", "--response-format json-schema-path-first"),
+                                            ("op-first", None)])
+def test_a_checkpoint_of_path_first_data_is_evaluated_under_the_path_first_schema(tmp_path, order, printed):
+    from envsim.training.checkpoint_meta import data_prompt_settings, write_training_file
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "stats.json").write_text(json.dumps({"prompt_mode": "mdp-view", "prompt_version": "3",
+                                                 "patch_key_order": order}))
+    write_training_file(tmp_path, data_prompt_settings(data), trainer="cpu-sft")
+    evaluate, simulate = _commands(usage_lines(str(tmp_path), URL))
+    for command in (evaluate, simulate):
+        text = " ".join(command)
+        assert "--prompt-mode mdp-view --prompt-version 3" in text
+        assert (printed in text) if printed else "--response-format" not in text
+    for command in (evaluate, simulate):                             # the printed value is one eval accepts
+        main.get_command(click.Context(main), command[1]).make_context(command[1], command[2:])
+
+
 def test_printed_commands_parse_with_the_real_eval_and_simulate(tmp_path):
     (tmp_path / TRAINING_FILE).write_text(json.dumps({"prompt_mode": "mdp-view", "prompt_version": "3",
                                                       "response_format": "json-schema"}))

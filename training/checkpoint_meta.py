@@ -15,14 +15,19 @@ PROMPT_KEYS = ("prompt_mode", "prompt_version", "response_format")
 
 
 def data_prompt_settings(data_dir: Path) -> dict[str, Any]:
-    """The prompt mode and version of ``envsim train data`` output (its ``stats.json``); empty when unreadable."""
+    """The prompt mode and version of ``envsim train data`` output (its ``stats.json``), and the response format
+    ``json-schema-path-first`` for data whose targets write path before op (``patch_key_order``: a model trained
+    on them must not be decoded under the op-first schema); empty when unreadable."""
     try:
         stats = json.loads((Path(data_dir) / "stats.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return {}
     if not isinstance(stats, dict):
         return {}
-    return {k: stats[k] for k in PROMPT_KEYS if k in stats}
+    settings = {k: stats[k] for k in PROMPT_KEYS if k in stats}
+    if stats.get("patch_key_order") == "path-first":
+        settings.setdefault("response_format", "json-schema-path-first")
+    return settings
 
 
 def write_training_file(checkpoint: Path, settings: dict[str, Any], **extra: Any) -> Path:

@@ -9,6 +9,13 @@ targets gets the item right and the index wrong (the 2026-11-28 acceptance run's
 ``dash_appends`` rewrites every ``add`` whose index equals the length of its list at that point of the patch as
 ``<list>/-``. The rewritten patch is checked to give the same next state as the stored one; where it would not
 (or the stored patch does not apply), the stored patch is returned unchanged.
+
+The target also fixes the order of each operation's keys (``KEY_ORDERS``). Construction writes ``op`` first, as
+RFC 6902's examples do, so a model commits to ``replace`` or ``add`` before it has written where; ``path-first``
+writes ``path`` (and ``from``) before ``op``, so the operation follows the location already written (an append
+to ``/items/-`` is an ``add``; RFC 6902 allows ``-`` for nothing else). JSON objects are unordered, so both forms
+are the same patch to every scorer; what changes is the order a model learns to write them in, and a decoder
+under a JSON Schema must ask for the same order (``--response-format json-schema-path-first``).
 """
 
 from __future__ import annotations
@@ -23,6 +30,10 @@ from envsim.delta import same_json
 
 #: How an SFT target writes appends: ``index`` as stored (``/items/3``), ``dash`` as ``/items/-``.
 APPEND_FORMS: tuple[str, ...] = ("index", "dash")
+#: The order of an SFT target operation's keys: ``op-first`` as stored (``op``, ``path``, ...), ``path-first``.
+KEY_ORDERS: tuple[str, ...] = ("op-first", "path-first")
+#: The keys of an operation in ``path-first`` order; keys outside RFC 6902 keep their place after these.
+_PATH_FIRST = ("path", "from", "op", "value")
 
 _PATCH_ERRORS = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError, IndexError, TypeError,
                  ValueError, AttributeError)
@@ -67,8 +78,24 @@ def check_append_form(form: Any) -> str:
     return form
 
 
-def target_patch(record: dict[str, Any], form: str = "index") -> list[Any]:
-    """The patch an SFT target gives for ``record`` in append ``form`` (``index``: the stored patch)."""
+def check_key_order(order: Any) -> str:
+    """``order`` when it is one of ``KEY_ORDERS``; a ``ValueError`` naming them otherwise."""
+    if order not in KEY_ORDERS:
+        raise ValueError(f"patch_key_order must be one of {', '.join(KEY_ORDERS)}, not {order!r}")
+    return order
+
+
+def order_keys(patch: list[Any], order: str) -> list[Any]:
+    """``patch`` with each operation's keys in ``order`` (``op-first``: unchanged); values are not touched."""
+    if check_key_order(order) == "op-first":
+        return list(patch)
+    return [{**{k: op[k] for k in _PATH_FIRST if k in op}, **{k: v for k, v in op.items() if k not in _PATH_FIRST}}
+            if isinstance(op, dict) else op for op in patch]
+
+
+def target_patch(record: dict[str, Any], form: str = "index", key_order: str = "op-first") -> list[Any]:
+    """The patch an SFT target gives for ``record``: appends in ``form`` (``index``: as stored), each operation's
+    keys in ``key_order`` (``op-first``: as stored)."""
     check_append_form(form)
     patch = list(record.get("patch") or [])
-    return patch if form == "index" else dash_appends(record["state"], patch)
+    return order_keys(patch if form == "index" else dash_appends(record["state"], patch), key_order)

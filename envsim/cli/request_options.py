@@ -20,6 +20,8 @@ response_format_option = click.option(
     help="free: no response_format field (the model writes its answer as it likes; it is parsed tolerantly). "
          "json-schema: every request asks the endpoint to decode under the answer's JSON Schema (observation + "
          "RFC 6902 patch; llama.cpp, vLLM and OpenAI accept it); an endpoint that refuses it fails the preflight. "
+         "json-schema-path-first: the same schema with each operation's path before its op (a simulator trained on "
+         "path-first targets: a recipe's patch_key_order). "
          "Use the format the model was trained with. Part of an eval run's settings: a run is resumed only with "
          "the same.")
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from envsim.evaluation.prompting.answer_schema import RESPONSE_FORMATS
 from envsim.cli.launch_options import (TRAIN_INSTALL, RunFiles, launch, missing_train_extras, node_header,
                                        node_options, require_cpu_training, resolve_nodes)
 from envsim.training.rewards import RewardWeights
@@ -59,8 +60,9 @@ from envsim.training.rewards import RewardWeights
               help="With --generator llama.cpp: restart the server on the current policy every N steps.")
 @click.option("--threads", type=int, default=None,
               help="With --generator: torch threads (default 1 on at most 2 cores, else half the cores).")
-@click.option("--response-format", type=click.Choice(["free", "json-schema"]), default="free", show_default=True,
-              help="With --generator llama.cpp: json-schema asks the server to decode under the answer schema.")
+@click.option("--response-format", type=click.Choice(list(RESPONSE_FORMATS)), default="free",
+              show_default=True, help="With --generator llama.cpp: json-schema asks the server to decode under the "
+              "answer schema (json-schema-path-first: operations' path before op, for path-first SFT data).")
 @click.option("--behaviour-logprobs/--no-behaviour-logprobs", default=True, show_default=True,
               help="With --generator llama.cpp: on stale steps ask the server for log-probs and weight each token by "
                    "min(1, pi/pi_behaviour) (costly in llama-cpp-python); off: weight 1.")

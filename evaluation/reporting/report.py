@@ -302,12 +302,19 @@ def _reused_line(summary: dict[str, Any]) -> str:
     return f"\n**Not scored again: {phrase}; `--overwrite` scores them again.**\n" if phrase else ""
 
 
+def _schema_words(response_format: str | None) -> str:
+    """How the report's header names a run's structured answers ('' for free answers)."""
+    return {"json-schema": ", answers under the JSON Schema",
+            "json-schema-path-first": ", answers under the JSON Schema (operations' path before op)"}.get(
+                response_format or "free", "")
+
+
 def render_markdown(summary: dict[str, Any]) -> str:
     """The run report as Markdown: header, unscored samples (if any), then the tables."""
     overall = summary["overall"]
     head = (f"# EnvSim evaluation: {summary['model']}\n\nbenchmark `{summary['benchmark']}` split "
             f"`{summary['split']}`, prompt `{summary['prompt_mode']}` v{summary['prompt_version']}"
-            f"{', answers under the JSON Schema' if summary.get('response_format') == 'json-schema' else ''}; "
+            f"{_schema_words(summary.get('response_format'))}; "
             f"{summary['scored']} scored, {summary['infra_failures']} infrastructure failures "
             f"(not counted as wrong), parse failures {_figure(overall, 'parse_failure_rate', '.1%')}.\n"
             f"{_reused_line(summary)}")

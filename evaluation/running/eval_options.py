@@ -65,7 +65,7 @@ class EvalOptions:
     temperature: float = 0.0
     max_tokens: int = 2048
     extra: dict[str, Any] = field(default_factory=dict)
-    response_format: str = "free"  # evaluation/prompting/answer_schema.py: "free" or "json-schema"
+    response_format: str = "free"  # evaluation/prompting/answer_schema.py: RESPONSE_FORMATS
     concurrency: int = 8
     timeout: float = 120.0
     max_retries: int = 4

@@ -86,13 +86,13 @@ def run_preflight(options: EvalOptions, urls: list[str], provider: Any | None = 
 
 
 def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) -> Path:
-    """``RUNS_ROOT/<model>-<benchmark>-<split>-<mode>[-pV][-json-schema][-nN][-rollout]``."""
+    """``RUNS_ROOT/<model>-<benchmark>-<split>-<mode>[-pV][-json-schema[-path-first]][-nN][-rollout]``."""
     from envsim.evaluation.prompting.prompts import default_prompt_version
 
     return options.runs_root / slug(
         f"{options.model}-{bench_name}-{options.split}-{options.prompt_mode}"
         + (f"-p{prompt_version}" if prompt_version != default_prompt_version(options.benchmark, options.prompt_mode) else "")
-        + ("-json-schema" if options.response_format == "json-schema" else "")
+        + (f"-{options.response_format}" if options.response_format != "free" else "")
         + (f"-{Path(options.ids).stem}" if options.ids else "") + (f"-n{options.limit}" if options.limit else "")
         + ("-rollout" if options.track == "rollout" else ""))
 

@@ -176,7 +176,7 @@ def run_tiers(plan: dict[str, dict[str, Any]], options: EvalOptions) -> EvalSumm
 
     base = Path(options.run_dir or options.runs_root / slug(  # named by what was asked: a re-run resumes it
         f"{options.model}-{options.benchmark}-{'+'.join(plan) if len(plan) < 4 else 'tiers'}-{options.prompt_mode}"
-        + ("-json-schema" if options.response_format == "json-schema" else "")
+        + (f"-{options.response_format}" if options.response_format != "free" else "")
         + (f"-n{options.limit}" if options.limit else "")))
     plan, not_run = runnable_tiers(plan, options)
     for line in not_run_lines(not_run):  # left out: said first, and again under the table

@@ -1,5 +1,6 @@
 """``--response-format json-schema``: the answer's schema fits every shipped answer, the field reaches the endpoint
-(preflight included), a refusing endpoint stops the run before any sample, and the setting is part of the run."""
+(preflight included), a refusing endpoint stops the run before any sample, and the setting is part of the run.
+``json-schema-path-first`` admits the same answers and asks for each operation's keys in path-first targets' order."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from envsim.evaluation.prompting.answer_schema import answer_schema, response_fo
 from envsim.evaluation.baselines.fake_server import FakeOpenAIServer
 from envsim.evaluation.prompting.prompts import PROMPT_MODES, PROMPT_VERSIONS, target_answer
 from envsim.evaluation.running.runner import EvalConfig
+from envsim.training.patch_form import order_keys
 
 BENCHMARK_DIR = Path(__file__).resolve().parents[2] / "benchmark"
 SHIPPED = ("v1/test.jsonl", "v2/test.jsonl", "v2/extreme.jsonl", "v2/bfcl.jsonl")
@@ -66,6 +68,33 @@ def test_the_schema_accepts_every_shipped_target_answer(name):
             assert _problems(answer, schema) == [], (record["id"], mode, version)
 
 
+def _branch_order(op: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """The property order of the one ``anyOf`` branch of a patch-operation schema that ``op`` matches."""
+    (branch,) = [b for b in schema["anyOf"] if not _problems(op, b)]
+    return list(branch["properties"])
+
+
+@pytest.mark.parametrize("kind, order", [("json-schema", "op-first"), ("json-schema-path-first", "path-first")])
+def test_each_schema_asks_for_the_key_order_of_its_targets(kind, order):
+    """A grammar decoder writes properties in the schema's order: it must be the order the SFT targets are written
+    in (construction writes op first; ``path-first`` targets their pointers first), and admit the same answers."""
+    schema = response_format(kind, "mdp-view", "3")["json_schema"]["schema"]
+    operation = schema["properties"]["patch"]["items"]
+    seen = set()
+    for record in _shipped_records("v1/test.jsonl"):
+        patch = order_keys(record["patch"], order)
+        answer = {"observation": record["observation"], "patch": patch}
+        assert _problems(answer, schema) == [], record["id"]
+        for op in patch:
+            assert list(op) == _branch_order(op, operation), (record["id"], op)
+            seen.add(op["op"])
+    assert seen >= {"add", "replace", "remove"}
+    first = {tuple(_branch_order(op, operation))[0] for op in ({"op": "add", "path": "/a", "value": 1},
+                                                             {"op": "remove", "path": "/a"},
+                                                             {"op": "move", "from": "/a", "path": "/b"})}
+    assert first == ({"op"} if order == "op-first" else {"path"})
+
+
 @pytest.mark.parametrize("answer, problem", [
     ({"observation": {}}, "/patch: missing"),
     ({"observation": 1, "patch": [], "next_state": {}}, "/next_state: not allowed"),
@@ -85,8 +114,13 @@ def test_response_format_fields():
     field = response_format("json-schema", "mdp-view", "3")
     assert field == {"type": "json_schema", "json_schema": {"name": "simulator_answer", "strict": False,
                                                             "schema": answer_schema("mdp-view", "3")}}
+    path_first = response_format("json-schema-path-first", "mdp-view", "3")
+    assert path_first["json_schema"]["schema"] == answer_schema("mdp-view", "3", "path-first") != field["json_schema"][
+        "schema"]
     with pytest.raises(ValueError, match="unknown response format"):
         response_format("json", "mdp", "1")
+    with pytest.raises(ValueError, match="unknown key order"):
+        answer_schema("mdp", "1", "value-first")
     with pytest.raises(ValueError, match="unknown prompt mode"):
         answer_schema("chat", "1")
 
@@ -141,10 +175,25 @@ def test_a_free_run_is_not_resumed_with_json_schema(tmp_path):
 
 
 def test_json_schema_runs_get_their_own_default_run_dir(tmp_path):
-    for kind in ("free", "json-schema"):
+    for kind in ("free", "json-schema", "json-schema-path-first"):
         assert _eval("--model", "null", "--limit", "2", "--runs-root", str(tmp_path), "--response-format", kind
                      ).exit_code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["null-v1-test-mdp-json-schema-n2", "null-v1-test-mdp-n2"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null-v1-test-mdp-json-schema-n2",
+                                                          "null-v1-test-mdp-json-schema-path-first-n2",
+                                                          "null-v1-test-mdp-n2"]
+
+
+def test_path_first_requests_carry_the_path_first_schema_and_the_report_says_so(tmp_path, small_benchmark,
+                                                                                small_records):
+    with FakeOpenAIServer(small_records) as server:
+        result = _eval("--model", "oracle", "--base-url", server.base_url, "--benchmark", str(small_benchmark),
+                       "--limit", "2", "--response-format", "json-schema-path-first", "--run-dir",
+                       str(tmp_path / "run"))
+    assert result.exit_code == 0, result.output
+    assert server.response_formats == [response_format("json-schema-path-first", "mdp", "1")] * 3
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["response_format"] == "json-schema-path-first" and summary["overall"]["cm"] == 1.0
+    assert "answers under the JSON Schema (operations' path before op)" in (tmp_path / "run" / "report.md").read_text()
 
 
 def test_a_run_dir_written_before_the_setting_resumes_as_free(tmp_path):

@@ -48,6 +48,22 @@ def test_llama_cpp_grammar_of_the_answer_schema_admits_any_patch_value():
     assert set(after["observation"].split(" | ")) >= {"array", "string", "number", "boolean", "null"}
 
 
+@pytest.mark.parametrize("kind, first", [("json-schema", "op"), ("json-schema-path-first", "path")])
+def test_llama_cpp_grammar_writes_an_operations_keys_in_the_schemas_order(kind, first):
+    """llama-cpp-python's converter (what the server decodes under) keeps the schema's property order, so a
+    path-first simulator served with ``json-schema-path-first`` is asked for ``path`` before ``op``."""
+    grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="needs the [cpu-serve] extra")
+    schema = explicit_any(response_format(kind, "mdp-view", "3")["json_schema"]["schema"])
+    converter = grammar.SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    converter.visit(converter.resolve_refs(schema, "answer"), "")
+    rules = dict(line.split(" ::= ", 1) for line in converter.format_grammar().splitlines() if " ::= " in line)
+    shapes = {name: rule for name, rule in rules.items() if name.startswith("patch-item-") and name.count("-") == 2}
+    assert len(shapes) == 3                                              # add/replace/test, remove, move/copy
+    for name, rule in shapes.items():
+        keys = [part.removeprefix(f"{name}-").removesuffix("-kv") for part in rule.split() if part.endswith("-kv")]
+        assert keys[0] == first and "op" in keys, (name, rule)
+
+
 def test_other_bodies_pass_unchanged():
     for raw in (b"not json", b"[1, 2]", json.dumps({"response_format": {"type": "json_object"}}).encode(),
                 json.dumps({"messages": []}).encode()):

@@ -1,5 +1,6 @@
-"""The append form of SFT targets (``training.patch_form``): end-of-list ``add``s become ``<list>/-``, anything
-else keeps its stored path, and the rewritten patch always gives the stored patch's next state."""
+"""The form of SFT targets' patches (``training.patch_form``): end-of-list ``add``s become ``<list>/-``, anything
+else keeps its stored path, and the rewritten patch always gives the stored patch's next state; ``path-first``
+targets write each operation's pointers before its ``op`` and are the same patch."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from envsim.delta import compute_delta, same_json
 from envsim.evaluation.scoring.parsing import parse_answer
 from envsim.training.data import sft_sample
 from envsim.training.partial_credit import partial_credit
-from envsim.training.patch_form import dash_appends, target_patch
+from envsim.training.patch_form import dash_appends, order_keys, target_patch
 
 STATE = {"audit_log": [{"n": 1}, {"n": 2}, {"n": 3}], "rooms": {"R1": {"guests": ["ana"]}}, "count": 3}
 
@@ -93,4 +94,56 @@ def test_an_unknown_append_form_is_refused_before_the_rollout(tmp_path) -> None:
 
     with pytest.raises(ValueError, match="append_form must be one of index, dash, not 'minus'"):
         build_sft_data({**load_recipe("smoke"), "append_form": "minus"}, tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
+def test_path_first_writes_the_pointers_before_op_and_changes_no_value() -> None:
+    patch = [{"op": "add", "path": "/audit_log/-", "value": {"op": "x", "path": "y"}},
+             {"op": "remove", "path": "/count"}, {"op": "move", "from": "/a", "path": "/b"},
+             {"value": 2, "op": "replace", "path": "/c", "note": "kept"}, "not an op"]
+    ordered = order_keys(patch, "path-first")
+    assert [list(op) if isinstance(op, dict) else op for op in ordered] == [
+        ["path", "op", "value"], ["path", "op"], ["path", "from", "op"], ["path", "op", "value", "note"], "not an op"]
+    assert ordered == patch                                   # the same operations: dicts compare without order
+    assert list(ordered[0]["value"]) == ["op", "path"]        # a value is data: its keys keep their order
+    assert [list(op) for op in order_keys(patch[:4], "op-first")] == [list(op) for op in patch[:4]]
+    with pytest.raises(ValueError, match="patch_key_order must be one of op-first, path-first, not 'value-first'"):
+        order_keys(patch, "value-first")
+
+
+def test_a_path_first_target_is_the_dash_target_written_path_first() -> None:
+    record = {"id": "x-1", "env": "e-v1", "stratum": "simple", "state": STATE, "tool": "log",
+              "action": {"name": "log", "arguments": {"n": 4}}, "code": "def log(self, n): ...",
+              "observation": {"ok": True}, "patch": [{"op": "add", "path": "/audit_log/3", "value": {"n": 4}},
+                                                     {"op": "replace", "path": "/count", "value": 4}]}
+    text = sft_sample(record, "mdp", version="2", append_form="dash", key_order="path-first")["messages"][-1]["content"]
+    dash = sft_sample(record, "mdp", version="2", append_form="dash")["messages"][-1]["content"]
+    assert '"patch":[{"path":"/audit_log/-","op":"add","value":{"n":4}},{"path":"/count","op":"replace"' in text
+    assert text != dash and json.loads(text) == json.loads(dash)
+    assert partial_credit(record, parse_answer(text)) == 1.0
+
+
+def test_a_path_first_recipe_writes_path_first_targets_that_score_cm(tmp_path) -> None:
+    from envsim.evaluation.scoring.scoring import score_prediction
+    from envsim.training.data import build_sft_data, load_recipe
+
+    recipe = {**load_recipe("in-env"), "name": "pf", "patch_key_order": "path-first",
+              "cells": [{"stratum": "difficult", "n": 2}, {"stratum": "medium", "n": 6}],
+              "rollout": {"seed": 13, "episodes": 2, "steps": 30}}
+    recipe.pop("heldout")
+    stats = build_sft_data(recipe, tmp_path, env_ids=recipe["envs"][-2:])
+    rows = [json.loads(line) for line in (tmp_path / "pf.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (tmp_path / "pf.records.jsonl").read_text().splitlines()]
+    assert stats["patch_key_order"] == "path-first" and rows
+    for row, record in zip(rows, records, strict=True):
+        patch = json.loads(row["messages"][-1]["content"])["patch"]
+        assert patch and all(list(op)[0] in ("path", "from") and "op" in op for op in patch), record["id"]
+        assert score_prediction(record, parse_answer(row["messages"][-1]["content"])).cm
+
+
+def test_an_unknown_key_order_is_refused_before_the_rollout(tmp_path) -> None:
+    from envsim.training.data import build_sft_data, load_recipe
+
+    with pytest.raises(ValueError, match="patch_key_order must be one of op-first, path-first"):
+        build_sft_data({**load_recipe("smoke"), "patch_key_order": "op-last"}, tmp_path)
     assert not any(tmp_path.iterdir())

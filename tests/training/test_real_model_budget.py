@@ -105,3 +105,33 @@ def test_a_failed_phase_ends_its_lane_and_the_sequence_exits_1(script, tmp_path,
     assert script.run_waves(arguments(tmp_path, phases=phases)) == 1
     assert "null" not in ran and {"zeroshot-json-in-env", "rl-eval"} <= set(ran)   # only its own lane stops
     assert "FAILED phases: zeroshot-json (exit 2)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("order, trained", [("op-first", "json-schema"), ("path-first", "json-schema-path-first"),
+                                            (None, "json-schema")])
+def test_trained_rows_decode_in_the_key_order_of_their_sft_data(script, tmp_path, monkeypatch, order, trained):
+    """A model trained on path-first targets is served under the path-first schema (GRPO's samples, its evals and
+    the learning curve); the zero-shot rows keep ``json-schema``. No stats.json (data not written): op-first."""
+    data = tmp_path / "data"
+    data.mkdir()
+    if order:
+        (data / "stats.json").write_text(json.dumps({"patch_key_order": order, "samples": 9}))
+    (data / "in_env.records.jsonl").write_text("")
+    for folder in ("sft/checkpoints", "model"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "model.safetensors").write_bytes(b"")
+    served: dict[str, str] = {}
+    monkeypatch.setattr(script, "serve_and_eval", lambda work, phase, model, run_dir, kind, *rest:
+                        served.__setitem__(phase, kind) or 0)
+    commands: dict[str, list[str]] = {}
+    monkeypatch.setattr(script, "run_logged", lambda work, phase, command, env: commands.__setitem__(phase, command)
+                        or 0)
+    runner = script.phase_runner(arguments(tmp_path, max_tokens=64, rl_generations=4, rl_steps=1, rl_lr=1e-5,
+                                           quantize="f16", wheel=None), {})
+    for phase in ("zeroshot-json", "zeroshot-json-in-env", "sft-eval", "sft-eval-in-env", "rl"):
+        assert runner[phase]() == 0
+    assert served == {"zeroshot-json": "json-schema", "zeroshot-json-in-env": "json-schema",
+                      "sft-eval": trained, "sft-eval-in-env": trained}
+    rl = commands["rl"]
+    assert rl[rl.index("--response-format") + 1] == trained
+    assert script.trained_format(data) == trained
