@@ -49,6 +49,26 @@ class Usage:
     exit_code: int
 
 
+def measured_command(args: list[str]) -> list[str]:
+    """The command line of ``python ARGS`` (a script path or ``-c CODE``, then its arguments) behind the wrapper
+    that writes the child's own peak (``VmHWM``) as the last line of its stderr (``own_peak_kb`` reads it)."""
+    return [sys.executable, "-c", _WRAPPER, *args]
+
+
+def own_peak_kb(stderr: str) -> tuple[str, int | None]:
+    """``stderr`` of a ``measured_command`` without the wrapper's line, and the peak it reports in KiB (None when
+    the child died before writing it, e.g. killed)."""
+    kept, peak = [], None
+    for line in stderr.splitlines(keepends=True):
+        if line.startswith(MARK):
+            peak = int(line[len(MARK):])
+            if kept and kept[-1].endswith("\n"):   # the line break the wrapper wrote before its mark
+                kept[-1] = kept[-1][:-1]
+        else:
+            kept.append(line)
+    return "".join(kept), peak
+
+
 def child_environment(env: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment with ``env`` on top, and Python's bytecode cache on, as on a user's machine: a
     sandbox that sets ``PYTHONDONTWRITEBYTECODE`` makes every child compile EnvSim's modules from source again
@@ -62,7 +82,7 @@ def run_python(args: list[str], env: dict[str, str] | None = None, first_prefix:
     """Run ``python ARGS`` (a script path or ``-c CODE`` then its arguments) and measure it (``child_environment``:
     with Python's bytecode cache on)."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", _WRAPPER, *args], env=child_environment(env),
+    proc = subprocess.Popen(measured_command(args), env=child_environment(env),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     first: list[float] = []
     tail: list[str] = []

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from envsim.cli import main
+from tests.child_peak import measured_command, own_peak_kb
 
 #: The names the old writers used for their temporary files, planted by the audit.
 OLD_TEMPORARIES = (".summary.json.tmp", ".report.md.tmp", ".cm_by_delta.tmp.png", ".executor_misses.json.tmp",
@@ -162,8 +163,8 @@ def single_run(tmp_path, small_benchmark) -> Path:
 def _envsim(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     """The CLI in its own process, killed past ``timeout`` (a read that blocks fails the test instead of hanging);
     its own peak memory must stay under 1 GB (``/dev/zero`` read whole ran out of memory)."""
-    child = subprocess.Popen([str(Path(sys.executable).parent / "envsim"), *args], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(measured_command([str(Path(sys.executable).parent / "envsim"), *args]),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     streams: dict[str, str] = {}
     readers = [threading.Thread(target=lambda name=name, stream=stream: streams.__setitem__(name, stream.read()))
                for name, stream in (("out", child.stdout), ("err", child.stderr))]
@@ -171,7 +172,7 @@ def _envsim(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
         reader.start()
     deadline = time.monotonic() + timeout
     while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)  # reaped here: its own peak memory
+        pid, status = os.waitpid(child.pid, os.WNOHANG)
         if pid:
             break
         if time.monotonic() > deadline:
@@ -181,8 +182,9 @@ def _envsim(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     for reader in readers:
         reader.join()
     child.returncode = os.waitstatus_to_exitcode(status)
-    assert usage.ru_maxrss < 1 << 20, f"{args[0]}: peak {usage.ru_maxrss / 1024:.0f} MiB"
-    return subprocess.CompletedProcess(child.args, child.returncode, streams["out"], streams["err"])
+    stderr, peak = own_peak_kb(streams["err"])
+    assert peak is not None and peak < 1 << 20, f"{args[0]}: peak {peak} KiB, exit {child.returncode}: {stderr[-500:]}"
+    return subprocess.CompletedProcess(child.args, child.returncode, streams["out"], stderr)
 
 
 @pytest.mark.parametrize("command", ["report", "view"])
