@@ -46,7 +46,7 @@ def test_held_out_environments():
     assert not train & held_out
 
 
-@pytest.mark.parametrize("split", ["test", "dev"])
+@pytest.mark.parametrize("split", ["test", pytest.param("dev", marks=pytest.mark.slow)])
 def test_every_sample_re_executes_exactly(split):
     for record in load("v1", split):
         cls = get_env(record["env"])

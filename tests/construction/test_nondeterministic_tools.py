@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from envsim.cli import main
@@ -12,6 +13,7 @@ from envsim.construction.determinism import nondeterministic_tools
 HOLDS = "tests.fixtures.flights.holds:HoldingAirlineEnv"
 
 
+@pytest.mark.slow
 def test_records_of_a_tool_that_answers_differently_twice_are_left_out_of_a_test_split(tmp_path):
     out = tmp_path / "holds.jsonl"
     result = CliRunner().invoke(main, ["construct", "--split", "test", "--env", HOLDS, "--pool", "30", "--episodes",

@@ -38,6 +38,7 @@ class Shelf:
         return Receipt()
 
 
+@pytest.mark.slow
 def test_a_uuid4_tool_is_named_as_a_defect_and_sets_the_exit_status():
     result = CliRunner().invoke(main, ["envs", "check", "tests.fixtures.flights.holds:HoldingAirlineEnv",
                                        "--steps", "6", "--episodes", "1", "--per-tool", "3"])
