@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from envsim.evaluation.prompting.answer_schema import RESPONSE_FORMATS
 from envsim.cli.launch_options import (TRAIN_INSTALL, RunFiles, launch, missing_train_extras, node_header,
                                        node_options, require_cpu_training, resolve_nodes)
+from envsim.evaluation.prompting.answer_schema import RESPONSE_FORMATS
 from envsim.training.rewards import RewardWeights
 
 

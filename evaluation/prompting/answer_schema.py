@@ -18,7 +18,8 @@ from typing import Any
 
 from envsim.evaluation.prompting.prompts import PROMPT_MODES, check_version
 
-#: ``--response-format`` values: ``free`` (no ``response_format`` field, the default) and ``json-schema``.
+#: ``--response-format`` values: ``free`` (no ``response_format`` field, the default), ``json-schema`` and
+#: ``json-schema-path-first``.
 RESPONSE_FORMATS: tuple[str, ...] = ("free", "json-schema", "json-schema-path-first")
 #: The operation key order each structured response format asks for.
 _KEY_ORDER = {"json-schema": "op-first", "json-schema-path-first": "path-first"}
