@@ -205,11 +205,9 @@ def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, response_
 def trained_format(data: Path) -> str:
     """The response format a model trained on ``data`` decodes under: ``json-schema-path-first`` when its targets
     write each operation's path before its op (stats.json's ``patch_key_order``), else ``json-schema``."""
-    try:
-        order = json.loads((data / "stats.json").read_text()).get("patch_key_order", "op-first")
-    except (OSError, ValueError, AttributeError):
-        order = "op-first"
-    return "json-schema-path-first" if order == "path-first" else "json-schema"
+    from envsim.training.checkpoint_meta import data_prompt_settings  # what envsim serve prints for the checkpoint
+
+    return data_prompt_settings(data).get("response_format") or "json-schema"
 
 
 def done_samples(run_dir: Path) -> int:

@@ -27,13 +27,12 @@ import jsonpatch
 import jsonpointer
 
 from envsim.delta import same_json
+from envsim.evaluation.prompting.answer_schema import PATH_FIRST_KEYS
 
 #: How an SFT target writes appends: ``index`` as stored (``/items/3``), ``dash`` as ``/items/-``.
 APPEND_FORMS: tuple[str, ...] = ("index", "dash")
 #: The order of an SFT target operation's keys: ``op-first`` as stored (``op``, ``path``, ...), ``path-first``.
 KEY_ORDERS: tuple[str, ...] = ("op-first", "path-first")
-#: The keys of an operation in ``path-first`` order; keys outside RFC 6902 keep their place after these.
-_PATH_FIRST = ("path", "from", "op", "value")
 
 _PATCH_ERRORS = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError, IndexError, TypeError,
                  ValueError, AttributeError)
@@ -89,7 +88,8 @@ def order_keys(patch: list[Any], order: str) -> list[Any]:
     """``patch`` with each operation's keys in ``order`` (``op-first``: unchanged); values are not touched."""
     if check_key_order(order) == "op-first":
         return list(patch)
-    return [{**{k: op[k] for k in _PATH_FIRST if k in op}, **{k: v for k, v in op.items() if k not in _PATH_FIRST}}
+    return [{**{k: op[k] for k in PATH_FIRST_KEYS if k in op},  # keys outside RFC 6902 keep their place after
+             **{k: v for k, v in op.items() if k not in PATH_FIRST_KEYS}}
             if isinstance(op, dict) else op for op in patch]
 
 

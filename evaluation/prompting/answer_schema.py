@@ -24,6 +24,8 @@ RESPONSE_FORMATS: tuple[str, ...] = ("free", "json-schema", "json-schema-path-fi
 #: The operation key order each structured response format asks for.
 _KEY_ORDER = {"json-schema": "op-first", "json-schema-path-first": "path-first"}
 PATCH_OPS: tuple[str, ...] = ("add", "remove", "replace", "move", "copy", "test")
+#: An operation's keys in ``path-first`` order (the schema's and the SFT targets', ``training/patch_form.py``).
+PATH_FIRST_KEYS: tuple[str, ...] = ("path", "from", "op", "value")
 SCHEMA_NAME = "simulator_answer"
 
 def _operation(ops: list[str], fields: list[str], key_order: str) -> dict[str, Any]:
@@ -35,7 +37,7 @@ def _operation(ops: list[str], fields: list[str], key_order: str) -> dict[str, A
     if key_order == "op-first":
         order = ["op", *fields]
     else:
-        order = [k for k in ("path", "from", "op", "value") if k == "op" or k in fields]
+        order = [k for k in PATH_FIRST_KEYS if k == "op" or k in fields]
     return {"type": "object", "properties": {k: kinds[k] for k in order}, "required": order,
             "additionalProperties": False}
 
