@@ -106,6 +106,7 @@ def big_benchmark(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_eval_into_a_pipe_writes_a_few_lines_not_a_bar(tmp_path, big_benchmark):
     stderr = _eval_stderr(tmp_path / "pipe", big_benchmark)
     # The sample bar's lines; a file check's own lines ("eval oracle: checking FILE: ...") come first when the

@@ -216,6 +216,7 @@ def test_a_worker_killed_with_9_loses_no_labelled_task_and_the_rerun_resumes(tmp
 
 
 @pytestmark_linux
+@pytest.mark.slow
 def test_workers_die_with_a_parent_killed_with_9(tmp_path):
     log, out = tmp_path / "log.jsonl", tmp_path / "out.jsonl"
     _slow_log(log, 40)

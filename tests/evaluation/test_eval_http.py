@@ -130,6 +130,7 @@ def _strip(summary: dict) -> dict:
     return {k: v for k, v in summary.items() if k not in drop}
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_only_missing_samples(tmp_path, small_benchmark, small_records):
     with FakeOpenAIServer(small_records, latency=0.15) as server:
         reference = _eval(tmp_path, small_benchmark, "oracle", server.base_url)

@@ -42,6 +42,7 @@ def test_default_run_skips_tiers_it_cannot_run_and_names_them(tmp_path, machine_
     assert "**Not run here:** bfcl, tau, tau_chained" in markdown and "github.com/sierra-research/tau-bench" in markdown
 
 
+@pytest.mark.slow
 def test_null_model_needs_tau_bench_only_for_the_chained_tau_tier(tmp_path, machine_without_extras):
     summary = envsim.evaluate("null", benchmark="v2", limit=1, run_dir=tmp_path / "run")
     # one-step τ rows carry their states (stored once): only chained episodes step the real environment
