@@ -28,7 +28,7 @@ from envsim.envs.shown import class_source
 from envsim.evaluation.prompting.prompts import (LATEST_PROMPT_VERSION, PROMPT_VERSION, build_messages, check_version,
                                        target_answer)
 from envsim.safe_files import write_json
-from envsim.training.patch_form import check_append_form, check_key_order, target_patch
+from envsim.training.patch_form import check_append_form, check_key_order, check_replace_tests, target_patch
 from envsim.training.sft import SFTSettings
 
 #: The SFT recipe's ``cutoff_len``: longer samples would be truncated by LLaMA-Factory.
@@ -53,17 +53,35 @@ def load_recipe(source: str | Path | None) -> dict[str, Any]:
 
 def sft_sample(record: dict[str, Any], prompt_mode: str, rationale: Callable[[dict[str, Any]], str] | None = None,
                class_sources: dict[str, str] | None = None, version: str = LATEST_PROMPT_VERSION,
-               append_form: str = "index", key_order: str = "op-first") -> dict[str, Any]:
+               append_form: str = "index", key_order: str = "op-first",
+               replace_tests: str = "none") -> dict[str, Any]:
     """One chat sample: the evaluation prompt and the exact answer (optionally after a rationale); the answer's
-    patch writes appends in ``append_form`` (``training.patch_form``: ``index`` as stored, ``dash`` as ``/-``) and
+    patch writes appends in ``append_form`` (``training.patch_form``: ``index`` as stored, ``dash`` as ``/-``),
+    tests the old value of each replaced scalar the prompt shows when ``replace_tests`` is ``shown``, and writes
     each operation's keys in ``key_order`` (``op-first`` as stored, ``path-first``)."""
     messages = build_messages(record, prompt_mode, class_source=(class_sources or {}).get(record["env"]),
                               version=version)
-    answer = target_answer({**record, "patch": target_patch(record, append_form, key_order)}, version)
+    shown = prompt_shown_state(record, prompt_mode) if replace_tests != "none" else None
+    answer = target_answer({**record, "patch": target_patch(record, append_form, key_order, replace_tests, shown)},
+                           version)
     if rationale is not None:
         answer = rationale(record).rstrip() + "\n\n" + answer
     return {"id": record["id"], "env": record["env"], "stratum": record["stratum"], "prompt_version": version,
             "messages": [*messages, {"role": "assistant", "content": answer}]}
+
+
+def prompt_shown_state(record: dict[str, Any], prompt_mode: str) -> Any:
+    """What the prompt of ``prompt_mode`` shows of the record's state: the view's partial state (``mdp-view``),
+    nothing (``pomdp``) or the whole state."""
+    if prompt_mode == "pomdp":
+        return {}
+    if prompt_mode == "mdp-view":
+        from envsim.evaluation.prompting.prompts import record_view
+
+        schema = next((t for t in record.get("tools", []) if t.get("function", {}).get("name")
+                       == record["action"]["name"]), None)
+        return record_view(record, schema).state
+    return record["state"]
 
 
 def fit_to_cutoff(samples: list[dict[str, Any]], cutoff: int = SFT_CUTOFF, over_cutoff: str = "drop",
@@ -123,9 +141,10 @@ def write_sft_dataset(records: list[dict[str, Any]], out_dir: Path, name: str, p
                       class_sources: dict[str, str] | None = None, *, version: str = LATEST_PROMPT_VERSION,
                       cutoff: int = SFT_CUTOFF, over_cutoff: str = "drop",
                       tokenizer: Any = None, append_form: str = "index",
-                      key_order: str = "op-first") -> tuple[str, dict[str, Any]]:
+                      key_order: str = "op-first", replace_tests: str = "none") -> tuple[str, dict[str, Any]]:
     """Write ``<name>.jsonl`` (chat samples), ``<name>.records.jsonl`` and ``dataset_info.json``.
-    ``append_form`` / ``key_order``: how the targets write appends and order an operation's keys (``sft_sample``).
+    ``append_form`` / ``key_order`` / ``replace_tests``: how the targets write appends, order an operation's keys
+    and test replaced values (``sft_sample``).
 
     Samples over ``cutoff`` tokens are dropped from both files or refused (``fit_to_cutoff``);
     refusing writes nothing. Records of large-state environments keep their states once under
@@ -136,7 +155,7 @@ def write_sft_dataset(records: list[dict[str, Any]], out_dir: Path, name: str, p
 
     name = name.replace("-", "_")
     version = check_version(version)
-    samples = [sft_sample(r, prompt_mode, rationale, class_sources, version, append_form, key_order)
+    samples = [sft_sample(r, prompt_mode, rationale, class_sources, version, append_form, key_order, replace_tests)
                for r in records]
     kept, tokens = fit_to_cutoff(samples, cutoff, over_cutoff, tokenizer)
     tokens["prompt_mode"] = prompt_mode
@@ -186,6 +205,7 @@ def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1"
     """
     append_form = check_append_form(recipe.get("append_form", "index"))  # before the rollout, not after it
     key_order = check_key_order(recipe.get("patch_key_order", "op-first"))
+    replace_tests = check_replace_tests(recipe.get("replace_tests", "none"))
     pool, records = recipe_records(recipe, version=version, workers=workers, progress=progress, env_ids=env_ids)
     mode = recipe.get("prompt_mode", "mdp")
     sources = {e: class_source(get_env(e)) for e in {r["env"] for r in records}} if mode == "full-class" else {}
@@ -197,12 +217,12 @@ def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1"
     prompt_version = check_version(prompt_version or recipe.get("prompt_version", LATEST_PROMPT_VERSION))
     name, tokens = write_sft_dataset(records, out_dir, recipe.get("name", "envsim_sft"), mode, trace, sources,
                                    version=prompt_version, cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=tokenizer,
-                                   append_form=append_form, key_order=key_order)
+                                   append_form=append_form, key_order=key_order, replace_tests=replace_tests)
     dropped = set(tokens["dropped_ids"])
     records = [r for r in records if r["id"] not in dropped]
     stats = {"name": name, "samples": len(records), "environments": len({r["env"] for r in records}),
              "pool": len(pool), "prompt_mode": mode, "prompt_version": prompt_version, "rationales": rationales,
-             "append_form": append_form, "patch_key_order": key_order,
+             "append_form": append_form, "patch_key_order": key_order, "replace_tests": replace_tests,
              "dash_appends": sum(target_patch(r, append_form) != list(r.get("patch") or []) for r in records),
              "cutoff": cutoff, "dropped_over_cutoff": len(dropped),
              "by_stratum": {s: sum(r["stratum"] == s for r in records)

@@ -8,9 +8,11 @@ gradient towards the right answer:
 * **patch-op F1**: the predicted patch operations against the record's true patch, each operation compared as a
   whole (op, path, value, from) in canonical JSON, duplicates counted (a multiset). Both sides first write their
   end-of-list appends as ``<list>/-`` (``training.patch_form.dash_appends`` on the record's state), so
-  ``/items/3`` and ``/items/-`` on a 3-item list are the same operation, as they are for CM. An empty prediction for an
-  empty truth scores 1, an empty prediction for a change 0. An answer that gives a next state instead of a
-  patch gets the scorer's changed-path F1 (``SampleScore.delta_f1``).
+  ``/items/3`` and ``/items/-`` on a 3-item list are the same operation, as they are for CM. A predicted ``test``
+  that holds is left out (it changes nothing: targets written with ``replace_tests`` have them); one that fails
+  counts as a wrong operation. An empty prediction for an empty truth scores 1, an empty prediction for a change
+  0. An answer that gives a next state instead of a patch gets the scorer's changed-path F1
+  (``SampleScore.delta_f1``).
 * **observation F1**: the observation's leaves as (JSON pointer, value) pairs against the true observation's;
   a scalar observation is one leaf at ``""``.
 
@@ -24,7 +26,7 @@ from collections import Counter
 from typing import Any, Iterable
 
 from envsim.evaluation.scoring.parsing import ParsedAnswer
-from envsim.training.patch_form import dash_appends
+from envsim.training.patch_form import dash_appends, without_passing_tests
 
 
 def canonical(value: Any) -> str:
@@ -76,6 +78,7 @@ def partial_credit(record: dict[str, Any], answer: ParsedAnswer, delta_f1: float
     else:
         predicted, truth = list(answer.patch), list(record.get("patch") or [])
         if "state" in record:
-            predicted, truth = dash_appends(record["state"], predicted), dash_appends(record["state"], truth)
+            predicted = dash_appends(record["state"], without_passing_tests(record["state"], predicted))
+            truth = dash_appends(record["state"], truth)
         patch = patch_op_f1(predicted, truth)
     return (patch + observation_f1(answer.observation, record["observation"])) / 2

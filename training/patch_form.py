@@ -16,6 +16,14 @@ writes ``path`` (and ``from``) before ``op``, so the operation follows the locat
 to ``/items/-`` is an ``add``; RFC 6902 allows ``-`` for nothing else). JSON objects are unordered, so both forms
 are the same patch to every scorer; what changes is the order a model learns to write them in, and a decoder
 under a JSON Schema must ask for the same order (``--response-format json-schema-path-first``).
+
+``replace_tests="shown"`` writes, before each ``replace`` of a scalar the prompt shows, an RFC 6902 ``test`` of
+its current value (``{"op": "test", "path": P, "value": <old>}``). Most changes compute the new value from the
+old one (a counter, a tally, a status after a check); the test makes the model copy the old value out of the
+prompt right before it writes the new one, in the answer's own text. A test changes nothing, so the patch gives
+the same next state, and every RFC 6902 implementation applies it (a wrong old value makes the patch fail, as
+a wrong new value would fail CM). A value the prompt does not show (outside the view) gets no test: the model
+could not copy it.
 """
 
 from __future__ import annotations
@@ -33,6 +41,8 @@ from envsim.evaluation.prompting.answer_schema import PATH_FIRST_KEYS
 APPEND_FORMS: tuple[str, ...] = ("index", "dash")
 #: The order of an SFT target operation's keys: ``op-first`` as stored (``op``, ``path``, ...), ``path-first``.
 KEY_ORDERS: tuple[str, ...] = ("op-first", "path-first")
+#: Whether an SFT target tests the old value of a replaced scalar first: ``none`` (as stored), ``shown``.
+REPLACE_TESTS: tuple[str, ...] = ("none", "shown")
 
 _PATCH_ERRORS = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError, IndexError, TypeError,
                  ValueError, AttributeError)
@@ -84,6 +94,78 @@ def check_key_order(order: Any) -> str:
     return order
 
 
+def check_replace_tests(choice: Any) -> str:
+    """``choice`` when it is one of ``REPLACE_TESTS``; a ``ValueError`` naming them otherwise."""
+    if choice not in REPLACE_TESTS:
+        raise ValueError(f"replace_tests must be one of {', '.join(REPLACE_TESTS)}, not {choice!r}")
+    return choice
+
+
+def _scalar_at(doc: Any, path: str) -> tuple[bool, Any]:
+    """``(True, value)`` when ``path`` resolves in ``doc`` to a JSON scalar (not an object or list)."""
+    found = _value_at(doc, path)
+    if found is None:
+        return False, None
+    return not isinstance(found[0], (dict, list)), found[0]
+
+
+def with_replace_tests(state: Any, shown: Any, patch: list[Any]) -> list[Any]:
+    """``patch`` with ``{"op": "test", "path": P, "value": old}`` before each ``replace`` of ``P`` whose value at
+    that point of the patch is a scalar that ``shown`` (what the prompt shows of ``state``: the view's partial
+    state, or ``state`` itself) holds at ``P`` unchanged. The stored patch where it does not apply to ``state``
+    or the tested patch would not give the same next state."""
+    if not any(isinstance(op, dict) and op.get("op") == "replace" for op in patch):
+        return list(patch)
+    doc = copy.deepcopy(state)
+    tested: list[Any] = []
+    try:
+        for op in patch:
+            if isinstance(op, dict) and op.get("op") == "replace" and isinstance(op.get("path"), str):
+                found, old = _scalar_at(doc, op["path"])
+                visible, seen = _scalar_at(shown, op["path"])
+                if found and visible and same_json(old, seen):
+                    tested.append({"op": "test", "path": op["path"], "value": old})
+            tested.append(op)
+            doc = jsonpatch.apply_patch(doc, [op], in_place=True)
+        same = same_json(jsonpatch.apply_patch(state, tested, in_place=False), doc)
+    except _PATCH_ERRORS:
+        return list(patch)
+    return tested if same else list(patch)
+
+
+def without_passing_tests(state: Any, patch: list[Any]) -> list[Any]:
+    """``patch`` without the ``test`` operations that hold on ``state`` at their point of the patch (they assert,
+    they change nothing: GRPO's partial credit compares changes); a failing test stays, as the wrong operation it
+    is. The patch unchanged when it does not apply up to a test."""
+    if not any(isinstance(op, dict) and op.get("op") == "test" for op in patch):
+        return list(patch)
+    doc = copy.deepcopy(state)
+    kept: list[Any] = []
+    try:
+        for op in patch:
+            if isinstance(op, dict) and op.get("op") == "test":
+                found = _value_at(doc, op.get("path"))
+                if found is not None and "value" in op and same_json(found[0], op["value"]):
+                    continue
+                kept.append(op)
+                continue
+            kept.append(op)
+            doc = jsonpatch.apply_patch(doc, [op], in_place=True)
+    except _PATCH_ERRORS:
+        return list(patch)
+    return kept
+
+
+def _value_at(doc: Any, path: Any) -> tuple[Any] | None:
+    """``(value,)`` at ``path`` in ``doc``, or None where it does not resolve."""
+    if not isinstance(path, str):
+        return None
+    try:
+        return (jsonpointer.JsonPointer(path).resolve(doc),)
+    except _PATCH_ERRORS:
+        return None
+
+
 def order_keys(patch: list[Any], order: str) -> list[Any]:
     """``patch`` with each operation's keys in ``order`` (``op-first``: unchanged); values are not touched."""
     if check_key_order(order) == "op-first":
@@ -93,9 +175,14 @@ def order_keys(patch: list[Any], order: str) -> list[Any]:
             if isinstance(op, dict) else op for op in patch]
 
 
-def target_patch(record: dict[str, Any], form: str = "index", key_order: str = "op-first") -> list[Any]:
-    """The patch an SFT target gives for ``record``: appends in ``form`` (``index``: as stored), each operation's
-    keys in ``key_order`` (``op-first``: as stored)."""
+def target_patch(record: dict[str, Any], form: str = "index", key_order: str = "op-first",
+                 replace_tests: str = "none", shown: Any = None) -> list[Any]:
+    """The patch an SFT target gives for ``record``: appends in ``form`` (``index``: as stored), with a test of
+    each replaced scalar ``shown`` holds when ``replace_tests`` is ``shown`` (``shown``: what the prompt shows of
+    the state, the whole state when None), each operation's keys in ``key_order`` (``op-first``: as stored)."""
     check_append_form(form)
     patch = list(record.get("patch") or [])
-    return order_keys(patch if form == "index" else dash_appends(record["state"], patch), key_order)
+    patch = patch if form == "index" else dash_appends(record["state"], patch)
+    if check_replace_tests(replace_tests) == "shown":
+        patch = with_replace_tests(record["state"], record["state"] if shown is None else shown, patch)
+    return order_keys(patch, key_order)

@@ -15,7 +15,7 @@ from envsim.delta import compute_delta, same_json
 from envsim.evaluation.scoring.parsing import parse_answer
 from envsim.training.data import sft_sample
 from envsim.training.partial_credit import partial_credit
-from envsim.training.patch_form import dash_appends, order_keys, target_patch
+from envsim.training.patch_form import dash_appends, order_keys, target_patch, with_replace_tests
 
 STATE = {"audit_log": [{"n": 1}, {"n": 2}, {"n": 3}], "rooms": {"R1": {"guests": ["ana"]}}, "count": 3}
 
@@ -147,3 +147,84 @@ def test_an_unknown_key_order_is_refused_before_the_rollout(tmp_path) -> None:
     with pytest.raises(ValueError, match="patch_key_order must be one of op-first, path-first"):
         build_sft_data({**load_recipe("smoke"), "patch_key_order": "op-last"}, tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+TALLY = {"tally": {"DEM": 2, "GRN": 1}, "voters": {"V-1": {"party": "DEM", "log": [1]}}, "hidden": 7}
+
+
+def test_a_tested_target_copies_each_shown_old_value_before_its_replace() -> None:
+    patch = [{"op": "replace", "path": "/tally/DEM", "value": 1}, {"op": "replace", "path": "/tally/GRN", "value": 2},
+             {"op": "replace", "path": "/voters/V-1/party", "value": "GRN"},
+             {"op": "replace", "path": "/voters/V-1/log", "value": []},       # a list: no test
+             {"op": "replace", "path": "/hidden", "value": 8},               # not shown: no test
+             {"op": "replace", "path": "/tally/DEM", "value": 0}]            # changed since the prompt: no test
+    shown = {"tally": {"DEM": 2, "GRN": 1}, "voters": {"V-1": {"party": "DEM", "log": [1]}}}
+    tested = with_replace_tests(TALLY, shown, patch)
+    assert [op for op in tested if op["op"] == "test"] == [
+        {"op": "test", "path": "/tally/DEM", "value": 2}, {"op": "test", "path": "/tally/GRN", "value": 1},
+        {"op": "test", "path": "/voters/V-1/party", "value": "DEM"}]
+    assert [op for op in tested if op["op"] != "test"] == patch
+    assert tested[tested.index({"op": "test", "path": "/tally/GRN", "value": 1}) + 1] == patch[1]
+    assert jsonpatch.apply_patch(TALLY, tested) == jsonpatch.apply_patch(TALLY, patch)
+
+
+def test_a_value_the_view_shows_differently_or_a_patch_that_does_not_apply_gets_no_test() -> None:
+    patch = [{"op": "replace", "path": "/tally/DEM", "value": 3}]
+    assert with_replace_tests(TALLY, {"tally": {"DEM": 5}}, patch) == patch       # the view would contradict the state
+    broken = [{"op": "remove", "path": "/nowhere"}, *patch]
+    assert with_replace_tests(TALLY, TALLY, broken) == broken
+
+
+def test_the_prompt_shows_what_its_mode_shows() -> None:
+    from envsim.training.data import prompt_shown_state
+
+    record = {"state": TALLY, "action": {"name": "x", "arguments": {}}}
+    assert prompt_shown_state(record, "mdp") is TALLY and prompt_shown_state(record, "pomdp") == {}
+    record = {"id": "x-1", "env": "e-v1", "state": TALLY, "tools": [], "action": {"name": "vote",
+              "arguments": {"voter_id": "V-1"}},
+              "code": "def vote(self, voter_id: str):\n    voter = self.voters[voter_id]\n"
+                      "    if voter['party'] == 'GRN':\n        raise ToolError('already GRN')\n"
+                      "    voter['party'] = 'GRN'\n"}
+    view = prompt_shown_state(record, "mdp-view")        # the view this call's code reads: not the tally
+    assert "tally" not in view and view["voters"]["V-1"]["party"] == "DEM"
+    patch = [{"op": "replace", "path": "/voters/V-1/party", "value": "GRN"},
+             {"op": "replace", "path": "/tally/DEM", "value": 1}]
+    assert [op["path"] for op in target_patch({**record, "patch": patch}, "dash", "op-first", "shown", view)
+            if op["op"] == "test"] == ["/voters/V-1/party"]
+
+
+@given(values=st.dictionaries(st.sampled_from("abcdef"), st.integers(0, 3), min_size=1),
+       changes=st.dictionaries(st.sampled_from("abcdef"), st.integers(0, 3)))
+@settings(max_examples=60, deadline=None)
+def test_tests_never_change_the_next_state_and_partial_credit_ignores_the_ones_that_hold(values: dict,
+                                                                                        changes: dict) -> None:
+    state = {"v": values}
+    after = {"v": {**values, **changes}}
+    record = {"state": state, "observation": {"ok": True}, "patch": compute_delta(state, after).patch}
+    tested = with_replace_tests(state, state, record["patch"])
+    assert same_json(jsonpatch.apply_patch(state, tested), after)
+    answer = parse_answer(json.dumps({"observation": {"ok": True}, "patch": tested}))
+    assert partial_credit(record, answer) == 1.0
+    wrong = [{"op": "test", "path": f"/v/{k}", "value": v + 1} for k, v in values.items()][:1]
+    if record["patch"]:   # a failing test is a wrong operation: below full credit
+        assert partial_credit(record, parse_answer(json.dumps({"observation": {"ok": True},
+                                                                "patch": wrong + tested}))) < 1.0
+
+
+def test_a_tested_recipe_writes_tests_that_score_cm_and_an_unknown_choice_is_refused(tmp_path) -> None:
+    from envsim.evaluation.scoring.scoring import score_prediction
+    from envsim.training.data import build_sft_data, load_recipe
+
+    recipe = {**load_recipe("in-env"), "name": "rt", "replace_tests": "shown",
+              "cells": [{"stratum": "medium", "n": 6}], "rollout": {"seed": 13, "episodes": 2, "steps": 30}}
+    recipe.pop("heldout")
+    stats = build_sft_data(recipe, tmp_path / "ok", env_ids=recipe["envs"][-1:])
+    rows = [json.loads(line) for line in (tmp_path / "ok" / "rt.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (tmp_path / "ok" / "rt.records.jsonl").read_text().splitlines()]
+    assert stats["replace_tests"] == "shown" and rows
+    assert any('"op":"test"' in row["messages"][-1]["content"] for row in rows)
+    for row, record in zip(rows, records, strict=True):
+        assert score_prediction(record, parse_answer(row["messages"][-1]["content"])).cm
+    with pytest.raises(ValueError, match="replace_tests must be one of none, shown, not 'all'"):
+        build_sft_data({**load_recipe("smoke"), "replace_tests": "all"}, tmp_path / "bad")
+    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
