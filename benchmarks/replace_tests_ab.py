@@ -106,29 +106,85 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     heldout = read_samples(args.work / "heldout.jsonl")
     prompts = [build_messages(r, "mdp-view", version="3") for r in heldout]
     result: dict[str, Any] = {"tools": list(args.tools), "heldout": len(heldout), "arms": {}}
-    for arm in ARMS:
-        started = time.monotonic()
-        answers = generate_answers(args.work / arm / "sft" / "checkpoints", prompts, max_new_tokens=args.max_new,
-                                   batch_size=1)
+    for arm in args.arms:                     # decode what is not decoded yet (an arm at a time, resumable)
+        if kept_answers(args.work / arm / "answers.jsonl", heldout) is None:
+            started = time.monotonic()
+            answers = generate_answers(args.work / arm / "sft" / "checkpoints", prompts,
+                                       max_new_tokens=args.max_new, batch_size=1)
+            (args.work / arm / "answers.jsonl").write_text("".join(json.dumps({"id": r["id"], "answer": a}) + "\n"
+                                                                   for r, a in zip(heldout, answers)))
+            (args.work / arm / "decode_seconds").write_text(f"{time.monotonic() - started:.1f}\n")
+    decoded = {arm: kept_answers(args.work / arm / "answers.jsonl", heldout) for arm in ARMS}
+    if any(answers is None for answers in decoded.values()):
+        print("decoded: " + ", ".join(arm for arm, answers in decoded.items() if answers is not None)
+              + "; the comparison waits for every arm")
+        return result
+    right: dict[str, list[bool]] = {}
+    for arm, answers in decoded.items():
         scores = score_answers(heldout, answers)
+        right[arm] = [score_answers([r], [a])["cm"] == 1.0 for r, a in zip(heldout, answers)]
         by_tool = defaultdict(list)
         for record, answer in zip(heldout, answers):
             by_tool[tool_key(record)].append(score_answers([record], [answer])["cm"])
         summary = json.loads((args.work / arm / "sft" / "summary.json").read_text())
         result["arms"][arm] = {**scores, "cm_by_tool": {t: sum(v) / len(v) for t, v in sorted(by_tool.items())},
-                               "train_seconds": summary["train_seconds"], "decode_seconds": round(time.monotonic()
-                                                                                                 - started, 1),
+                               "failing_tests": sum(failing_test(r, a) for r, a in zip(heldout, answers)),
+                               "patch_op_f1": round(sum(patch_f1(r, a) for r, a in zip(heldout, answers))
+                                                    / max(len(heldout), 1), 3),
+                               "train_seconds": summary["train_seconds"],
+                               "decode_seconds": float((args.work / arm / "decode_seconds").read_text()),
                                "last_epoch_greedy_exact": summary["last_epoch_greedy_exact"]}
-        (args.work / arm / "answers.jsonl").write_text("".join(json.dumps({"id": r["id"], "answer": a}) + "\n"
-                                                               for r, a in zip(heldout, answers)))
         row = result["arms"][arm]
         print(f"{arm:8s} parse-valid {row['parse_valid']:.0%}  FM {row['fm']:.0%}  CM {row['cm']:.0%} "
-              f"({round(row['cm'] * len(heldout))}/{len(heldout)})  by tool "
+              f"({round(row['cm'] * len(heldout))}/{len(heldout)})  patch-op F1 {row['patch_op_f1']:.2f}  "
+              f"failing tests {row['failing_tests']}  by tool "
               + ", ".join(f"{t.split(':')[1]} {v:.0%}" for t, v in row["cm_by_tool"].items())
               + f"  train {row['train_seconds']:.0f} s, train-set exact in the last epoch "
                 f"{row['last_epoch_greedy_exact']:.0%}")
+    first, second = ARMS
+    result["paired"] = {"both": sum(a and b for a, b in zip(right[first], right[second])),
+                        f"only_{first}": sum(a and not b for a, b in zip(right[first], right[second])),
+                        f"only_{second}": sum(b and not a for a, b in zip(right[first], right[second])),
+                        "neither": sum(not a and not b for a, b in zip(right[first], right[second]))}
+    print("paired CM: " + ", ".join(f"{k} {v}" for k, v in result["paired"].items()))
     (args.work / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def patch_f1(record: dict[str, Any], answer: str) -> float:
+    """GRPO's patch-op F1 of the answer against the true patch (tests that hold left out, appends as ``/-``):
+    a graded measure beside all-or-nothing CM."""
+    from envsim.evaluation.scoring.parsing import parse_answer
+    from envsim.training.partial_credit import patch_op_f1
+    from envsim.training.patch_form import dash_appends, without_passing_tests
+
+    parsed = parse_answer(answer)
+    if not parsed.ok or parsed.patch is None:
+        return 0.0
+    predicted = dash_appends(record["state"], without_passing_tests(record["state"], list(parsed.patch)))
+    return patch_op_f1(predicted, dash_appends(record["state"], list(record["patch"])))
+
+
+def failing_test(record: dict[str, Any], answer: str) -> bool:
+    """Whether the answer's patch has a ``test`` that fails on the record's state at its point of the patch."""
+    from envsim.evaluation.scoring.parsing import parse_answer
+    from envsim.training.patch_form import without_passing_tests
+
+    parsed = parse_answer(answer)
+    if not parsed.ok or not parsed.patch:
+        return False
+    return any(isinstance(op, dict) and op.get("op") == "test"
+               for op in without_passing_tests(record["state"], list(parsed.patch)))
+
+
+def kept_answers(path: Path, heldout: list[dict[str, Any]]) -> list[str] | None:
+    """The answers an earlier eval of the same held-out calls wrote (the eval resumes from them), else None."""
+    if not path.is_file():
+        return None
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if [row["id"] for row in rows] != [r["id"] for r in heldout]:
+        return None
+    return [row["answer"] for row in rows]
 
 
 def main() -> int:
@@ -142,6 +198,7 @@ def main() -> int:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--max-new", type=int, default=320, help="token cap of a decoded answer")
     parser.add_argument("--eval-threads", type=int, default=2)
+    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS), help="the arms to decode")
     parser.add_argument("--phases", nargs="+", default=["data", "train", "eval"], choices=["data", "train", "eval"])
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
