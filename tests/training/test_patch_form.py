@@ -211,6 +211,7 @@ def test_tests_never_change_the_next_state_and_partial_credit_ignores_the_ones_t
                                                                 "patch": wrong + tested}))) < 1.0
 
 
+@pytest.mark.slow   # a rollout: the unit tests above hold the logic; the README tier has no seconds to spare
 def test_a_tested_recipe_writes_tests_that_score_cm_and_an_unknown_choice_is_refused(tmp_path) -> None:
     from envsim.evaluation.scoring.scoring import score_prediction
     from envsim.training.data import build_sft_data, load_recipe
