@@ -67,12 +67,19 @@ def dash_appends(state: Any, patch: list[Any]) -> list[Any]:
     the next state or the stored patch does not apply to ``state``."""
     if not any(isinstance(op, dict) and op.get("op") == "add" for op in patch):
         return list(patch)
+    return _rewritten(state, patch, lambda doc, op: [op if (parent := _append_parent(doc, op)) is None
+                                                     else {**op, "path": f"{parent}/-"}])
+
+
+def _rewritten(state: Any, patch: list[Any], rewrite: Any) -> list[Any]:
+    """``patch`` with each operation replaced by ``rewrite(doc, op)`` (a list of operations; ``doc``: the state as
+    the stored patch leaves it just before ``op``); the stored patch where it does not apply to ``state`` or the
+    rewritten one would not give the same next state."""
     doc = copy.deepcopy(state)
     rewritten: list[Any] = []
     try:
         for op in patch:
-            parent = _append_parent(doc, op)
-            rewritten.append(op if parent is None else {**op, "path": f"{parent}/-"})
+            rewritten += rewrite(doc, op)
             doc = jsonpatch.apply_patch(doc, [op], in_place=True)
         same = same_json(jsonpatch.apply_patch(state, rewritten, in_place=False), doc)
     except _PATCH_ERRORS:
@@ -116,21 +123,16 @@ def with_replace_tests(state: Any, shown: Any, patch: list[Any]) -> list[Any]:
     or the tested patch would not give the same next state."""
     if not any(isinstance(op, dict) and op.get("op") == "replace" for op in patch):
         return list(patch)
-    doc = copy.deepcopy(state)
-    tested: list[Any] = []
-    try:
-        for op in patch:
-            if isinstance(op, dict) and op.get("op") == "replace" and isinstance(op.get("path"), str):
-                found, old = _scalar_at(doc, op["path"])
-                visible, seen = _scalar_at(shown, op["path"])
-                if found and visible and same_json(old, seen):
-                    tested.append({"op": "test", "path": op["path"], "value": old})
-            tested.append(op)
-            doc = jsonpatch.apply_patch(doc, [op], in_place=True)
-        same = same_json(jsonpatch.apply_patch(state, tested, in_place=False), doc)
-    except _PATCH_ERRORS:
-        return list(patch)
-    return tested if same else list(patch)
+
+    def tested(doc: Any, op: Any) -> list[Any]:
+        if isinstance(op, dict) and op.get("op") == "replace" and isinstance(op.get("path"), str):
+            found, old = _scalar_at(doc, op["path"])
+            visible, seen = _scalar_at(shown, op["path"])
+            if found and visible and same_json(old, seen):
+                return [{"op": "test", "path": op["path"], "value": old}, op]
+        return [op]
+
+    return _rewritten(state, patch, tested)
 
 
 def without_passing_tests(state: Any, patch: list[Any]) -> list[Any]:
