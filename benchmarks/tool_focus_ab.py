@@ -103,15 +103,17 @@ def draw_heldout(recipe: dict[str, Any], envs: list[str], tools: set[str], train
 
 
 def more_of_the_same(train: list[dict[str, Any]], fresh: list[dict[str, Any]], times: int) -> list[dict[str, Any]]:
-    """``times`` x as many calls from ``fresh`` as ``train`` holds of each (tool, changes state or not) group."""
+    """``times`` x as many calls from ``fresh`` (``train``'s own left out) as ``train`` holds of each (tool, changes
+    state or not) group, drawn with a fixed seed; a group the rollout cannot fill stops the run."""
     def group(record: dict[str, Any]) -> tuple[str, bool]:
         return tool_key(record), bool(record["patch"])
 
     wanted: dict[tuple[str, bool], int] = defaultdict(int)
     for record in train:
         wanted[group(record)] += times
+    trained = {r["id"] for r in train}
     by_group: dict[tuple[str, bool], list[dict[str, Any]]] = defaultdict(list)
-    for record in fresh:
+    for record in (r for r in fresh if r["id"] not in trained):
         by_group[group(record)].append(record)
     rng = random.Random(13)
     more = []
