@@ -772,6 +772,13 @@ def main() -> int:
     args = parser.parse_args()
     if args.check_subset or args.write_subset:
         return check_subset(args.work / "model", args.write_subset)
+    try:
+        from envsim.training.data import load_recipe
+
+        if "heldout" not in load_recipe(args.recipe):
+            parser.error(f"--recipe {args.recipe}: no heldout block (the in-environment evals need one)")
+    except (OSError, ValueError) as error:
+        parser.error(f"--recipe {args.recipe}: {error}")
     args.phases = [p.strip() for p in args.phases.split(",") if p.strip()]
     unknown = [p for p in args.phases if p not in (*PHASES, "table")]
     if unknown:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -170,3 +172,15 @@ def test_a_work_from_before_recipes_were_recorded_counts_as_the_shipped_in_env(s
     assert script.phase_runner(arguments(tmp_path, recipe="in-env"), {})["data"]() == 0
     assert script.heldout_facts(tmp_path)["recipe"] == "in-env"
     assert script.heldout_facts(tmp_path)["replace_tests"] == "none"
+
+
+@pytest.mark.parametrize("content, message", [(None, "No such file"), ("{not json", "Expecting"),
+                                              ('{"name": "x", "cells": []}', "no heldout block")])
+def test_an_unreadable_recipe_is_refused_before_any_phase(content, message, tmp_path):
+    recipe = tmp_path / "recipe.json"
+    if content is not None:
+        recipe.write_text(content)
+    result = subprocess.run([sys.executable, str(SCRIPT), "--work", str(tmp_path / "w"), "--recipe", str(recipe)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
+    assert not (tmp_path / "w").exists()
