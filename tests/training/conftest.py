@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -16,6 +17,17 @@ import pytest
 from click.testing import CliRunner
 
 from envsim.cli import main
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def load_benchmark(name: str):
+    """A script of ``benchmarks/`` imported as a module (its functions tested without running it)."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 RUN_FILES = ("config.json", "results.jsonl", "summary.json", "report.md", "cm_by_delta.png")
 

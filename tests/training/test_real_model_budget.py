@@ -5,7 +5,6 @@ is not started and the script exits 3 (``--over-budget`` starts it anyway). The 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
@@ -13,15 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.training.conftest import load_benchmark
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "real_model_cpu.py"
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("real_model_cpu", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("real_model_cpu")
 
 
 def arguments(work: Path, **changes) -> argparse.Namespace:

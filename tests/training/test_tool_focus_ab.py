@@ -1,19 +1,13 @@
 """The tool-focused A/B's ``wide`` arm: more distinct calls of the same tools, none of them held out or repeated."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "tool_focus_ab.py"
+from tests.training.conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def ab():
-    spec = importlib.util.spec_from_file_location("tool_focus_ab", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("tool_focus_ab")
 
 
 def record(rid: str, tool: str, changes: bool) -> dict:
