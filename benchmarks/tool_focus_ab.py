@@ -11,6 +11,9 @@ states of known tools at a fraction of the acceptance run's cost; it is not the 
 - ``wide``: the same number of gradient steps spent on distinct calls: 4x the recipe's calls of each tool and
   outcome (a longer rollout of the recipe's seed, the held-out calls left out), ``--epochs`` / 4 passes
   (docs/real-model.md, "More calls or more passes").
+- ``no-prompt-grad``: the shipped arm's samples and passes, trained without gradient through the prompt's positions
+  (``--prompt-grad none``, ``training/sft_cpu.py``: about a third of a step's CPU time; docs/real-model.md,
+  "No gradient through the prompt").
 
     python benchmarks/tool_focus_ab.py --model runs/model --work runs/ab-tests          # data, train, eval
     python benchmarks/tool_focus_ab.py --model runs/model --work runs/ab-tests --arms shipped wide --phases eval
@@ -36,7 +39,8 @@ TOOLS = ("cross_dock_scheduling-v1:advance_hour", "voter_registration-v1:update_
          "issue_dependency_tracker-v1:resolve_issue", "issue_dependency_tracker-v1:add_dependency")
 ARMS: dict[str, dict[str, Any]] = {"shipped": {"replace_tests": "none", "scale": 1},
                                    "tests": {"replace_tests": "shown", "scale": 1},
-                                   "wide": {"replace_tests": "none", "scale": 4}}
+                                   "wide": {"replace_tests": "none", "scale": 4},
+                                   "no-prompt-grad": {"replace_tests": "none", "scale": 1, "prompt_grad": "none"}}
 BASELINE = "shipped"
 
 
@@ -148,7 +152,8 @@ def train(args: argparse.Namespace) -> None:
         command = [envsim, "train", "sft", "--device", "cpu", "--model", str(args.model), "--data",
                    str(args.work / arm / "data"), "--out", str(args.work / arm / "sft"), "--cutoff", "2048",
                    "--lr", str(args.lr), "--epochs", str(args.epochs / ARMS[arm]["scale"]), "--batch", "1",
-                   "--finetuning", "freeze", "--freeze-layers", "8", "--threads", str(threads)]
+                   "--finetuning", "freeze", "--freeze-layers", "8", "--threads", str(threads),
+                   "--prompt-grad", ARMS[arm].get("prompt_grad", "full")]
         log = open(args.work / arm / "sft.log", "a")
         running[arm] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), log)
     for arm, (process, log) in running.items():
@@ -210,10 +215,11 @@ def arm_row(args: argparse.Namespace, arm: str, heldout: list[dict[str, Any]], a
            "cm_by_tool": {t: sum(v) / len(v) for t, v in sorted(by_tool.items())},
            "failing_tests": sum(failing_test(r, a) for r, a in zip(heldout, answers)),
            "patch_op_f1": round(sum(patch_f1(r, a) for r, a in zip(heldout, answers)) / max(len(heldout), 1), 3),
-           "train_seconds": summary["train_seconds"],
+           "train_seconds": summary["train_seconds"], "steps": summary.get("steps"),
+           "prompt_grad": summary.get("prompt_grad", "full"),
            "decode_seconds": float((args.work / arm / "decode_seconds").read_text()),
            "last_epoch_greedy_exact": summary["last_epoch_greedy_exact"]}
-    print(f"{arm:8s} parse-valid {row['parse_valid']:.0%}  FM {row['fm']:.0%}  CM {row['cm']:.0%} "
+    print(f"{arm:14s} parse-valid {row['parse_valid']:.0%}  FM {row['fm']:.0%}  CM {row['cm']:.0%} "
           f"({round(row['cm'] * len(heldout))}/{len(heldout)})  patch-op F1 {row['patch_op_f1']:.2f}  "
           f"failing tests {row['failing_tests']}  by tool "
           + ", ".join(f"{t.split(':')[1]} {v:.0%}" for t, v in row["cm_by_tool"].items())

@@ -50,6 +50,9 @@ from envsim.cli.launch_options import (TRAIN_INSTALL, RunFiles, launch, node_hea
               help="cpu: EnvSim's CPU loop (training/sft_cpu.py) instead of LLaMA-Factory: the last --freeze-layers "
                    "layers train on cached activations of the frozen ones, loss on the answer tokens as "
                    "LLaMA-Factory's; --batch counts samples per step, --max-steps and --template do not apply.")
+@click.option("--prompt-grad", type=click.Choice(["full", "none"]), default="full", show_default=True,
+              help="--device cpu: none runs the prompt's positions without grad (the answer's carry it): about a "
+                   "third of a step's cost, an approximate gradient (training/sft_cpu.py).")
 @click.option("--save-at", default=None, metavar="N[,N...]",
               help="--device cpu: also write RUN/checkpoint-N after N samples seen (a learning curve).")
 @click.option("--time-check", type=click.IntRange(min=1), default=None, metavar="N",
@@ -63,7 +66,7 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
             learning_rate: float, epochs: float, cutoff_len: int, effective_batch: int, max_steps: int | None,
             no_bf16: bool, finetuning: str, lora_rank: int, freeze_layers: int, no_gradient_checkpointing: bool,
             threads: int | None, dry_run: bool, device: str = "auto", save_at: str | None = None,
-            time_check: int | None = None) -> None:
+            time_check: int | None = None, prompt_grad: str = "full") -> None:
     """Write the LLaMA-Factory YAML (+ ZeRO-3 JSON) and launch SFT (full-parameter by default; on one or several nodes:
     run the same command on every node, e.g. with srun).
 
@@ -79,12 +82,12 @@ def sft_cmd(model: str, data_dir: Path, dataset: str | None, run_dir: Path, gpus
         _cpu_loop(model, data_dir, dataset, run_dir, learning_rate=learning_rate, epochs=epochs,
                   batch=effective_batch, freeze_layers=freeze_layers, cutoff=cutoff_len, threads=threads,
                   save_at=save_at, finetuning=finetuning, dry_run=dry_run, precision="fp32" if no_bf16 else "auto",
-                  time_check=time_check)
+                  time_check=time_check, prompt_grad=prompt_grad)
         return
     if save_at:
         raise click.UsageError("--save-at needs --device cpu (LLaMA-Factory: set save_steps in the YAML)")
-    if time_check:
-        raise click.UsageError("--time-check needs --device cpu (it times EnvSim's CPU loop)")
+    if time_check or prompt_grad != "full":
+        raise click.UsageError("--time-check and --prompt-grad need --device cpu (EnvSim's CPU loop)")
     layout = resolve_nodes(nnodes, node_rank, master_addr, master_port, gpus)
     gpus = layout.gpus_per_node
 
@@ -152,7 +155,8 @@ def parse_save_at(text: str | None) -> tuple[int, ...]:
 
 def _cpu_loop(model: str, data_dir: Path, dataset: str | None, run_dir: Path, *, learning_rate: float, epochs: float,
               batch: int, freeze_layers: int, cutoff: int, threads: int | None, save_at: str | None,
-              finetuning: str, dry_run: bool, precision: str = "auto", time_check: int | None = None) -> None:
+              finetuning: str, dry_run: bool, precision: str = "auto", time_check: int | None = None,
+              prompt_grad: str = "full") -> None:
     """``envsim train sft --device cpu``: the CPU loop of ``training.sft_cpu`` (or, with ``time_check``, its
     projected time from that many samples: ``training.sft_time_check``)."""
     from envsim.training.sft_cpu import CPUSFTSettings, dataset_file, train_sft_cpu
@@ -165,7 +169,8 @@ def _cpu_loop(model: str, data_dir: Path, dataset: str | None, run_dir: Path, *,
         raise click.ClickException(str(exc)) from None
     settings = CPUSFTSettings(model=model, data_dir=data_dir.resolve(), dataset=dataset, output_dir=run_dir,
                               learning_rate=learning_rate, epochs=epochs, batch=batch, trainable_layers=freeze_layers,
-                              cutoff=cutoff, save_at=parse_save_at(save_at), threads=threads, precision=precision)
+                              cutoff=cutoff, save_at=parse_save_at(save_at), threads=threads, precision=precision,
+                              prompt_grad=prompt_grad)
     try:
         settings.check()
     except ValueError as exc:

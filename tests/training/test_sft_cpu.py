@@ -65,6 +65,32 @@ def test_cached_activations_give_the_whole_forward_loss(tiny):
         assert wrong == int((argmax != torch.tensor(sample.answer_ids)).sum())
 
 
+def test_no_prompt_grad_keeps_the_loss_and_cuts_only_the_prompts_keys_and_values(tiny):
+    """``prompt_grad="none"``: the same loss and argmax; with one trainable layer the answer reaches the prompt only
+    through that layer's keys and values, so exactly the gradients of what computes them change (the key and value
+    projections, the key norm, the layer's input norm)."""
+    tokenizer = _tokenizer(str(tiny["model"]))
+    model = AutoModelForCausalLM.from_pretrained(str(tiny["model"]), dtype=torch.float32, attn_implementation="sdpa")
+    sample = [tokenize_sample(tokenizer, s) for s in read_samples(dataset_file(tiny["data"]))][0]
+    ids = sample.prompt_ids + sample.answer_ids[:-1]
+    cached = FrozenActivations(model, 1)(ids)
+    grads = {}
+    for mode in ("full", "none"):
+        model.zero_grad(set_to_none=True)
+        loss, wrong = answer_loss(model, cached, sample, 1, prompt_grad=mode)
+        loss.backward()
+        grads[mode] = (float(loss), wrong, {name: p.grad.clone() for name, p in model.named_parameters()
+                                           if f"layers.{LAYERS - 1}." in name and p.grad is not None})
+    assert grads["none"][0] == pytest.approx(grads["full"][0], rel=1e-5) and grads["none"][1] == grads["full"][1]
+    full, none = grads["full"][2], grads["none"][2]
+    assert set(full) == set(none) and len(full) >= 9
+    for name in full:
+        same = torch.allclose(full[name], none[name], rtol=1e-4, atol=1e-6)
+        key_or_value = any(part in name for part in ("k_proj", "k_norm", "v_proj", "input_layernorm"))
+        assert same != key_or_value, name
+    assert [layer.self_attn.layer_idx for layer in model.model.layers] == list(range(LAYERS))
+
+
 def test_schedule_covers_every_sample_each_epoch():
     settings = CPUSFTSettings(model="m", data_dir=Path("d"), output_dir=Path("o"), epochs=2.5, seed=3)
     order = schedule(4, settings)
@@ -105,6 +131,11 @@ def test_cli_device_cpu_trains_and_refuses_what_it_cannot_do(tiny, tmp_path):
     assert (tmp_path / "c" / "checkpoints" / "model.safetensors").exists()
     assert (tmp_path / "c" / "checkpoint-4" / "model.safetensors").exists()
     assert json.loads((tmp_path / "c" / "summary.json").read_text())["samples_seen"] == 8
+    cheap = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "d"), "--finetuning", "freeze",
+                                      "--freeze-layers", "2", "--epochs", "1", "--batch", "4", "--threads", "1",
+                                      "--prompt-grad", "none"])
+    assert cheap.exit_code == 0, cheap.output
+    assert json.loads((tmp_path / "d" / "summary.json").read_text())["prompt_grad"] == "none"
 
 
 @pytest.mark.slow
@@ -139,7 +170,7 @@ def test_time_check_measures_a_few_samples_and_projects_the_run(tiny, tmp_path):
     base = ["train", "sft", "--model", str(tiny["model"]), "--data", str(tiny["data"]), "--finetuning", "freeze",
             "--freeze-layers", "1", "--epochs", "3", "--batch", "1", "--threads", "1"]
     refused = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "gpu"), "--time-check", "2"])
-    assert refused.exit_code != 0 and "--time-check needs --device cpu" in refused.output
+    assert refused.exit_code != 0 and "--time-check and --prompt-grad need --device cpu" in refused.output
     run = tmp_path / "run"
     result = CliRunner().invoke(main, [*base, "--device", "cpu", "--out", str(run), "--time-check", "2"])
     assert result.exit_code == 0, result.output
