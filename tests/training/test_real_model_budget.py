@@ -25,7 +25,7 @@ def script():
 def arguments(work: Path, **changes) -> argparse.Namespace:
     values = {"work": work, "phases": ["fetch", "data", "sft", "null", "sft-eval"], "sft_lr": 1e-3, "sft_epochs": 10.0,
               "sft_batch": 1, "freeze_layers": 8, "sft_threads": 2, "time_check": 8, "budget_min": 150.0,
-              "over_budget": False, "json": None, "recipe": "in-env"}
+              "over_budget": False, "json": None, "recipe": "in-env", "sft_prompt_grad": "full"}
     values.update(changes)
     return argparse.Namespace(**values)
 
@@ -63,6 +63,12 @@ def test_over_budget_stops_before_sft_and_over_budget_flag_goes_on(script, tmp_p
     assert script.budget_check(arguments(tmp_path, over_budget=True), {}) == 0
     assert script.budget_check(arguments(tmp_path, budget_min=161.0), {}) == 0
     assert not json.loads((tmp_path / "budget.json").read_text())["over_budget"]
+
+
+def test_the_sft_and_its_time_check_train_as_prompt_grad_says(script, tmp_path):
+    for mode in ("full", "none"):
+        command = script.sft_command(arguments(tmp_path, sft_prompt_grad=mode))
+        assert command[command.index("--prompt-grad") + 1] == mode
 
 
 def test_a_failed_time_check_stops_the_sequence_and_a_finished_sft_needs_none(script, tmp_path, monkeypatch):

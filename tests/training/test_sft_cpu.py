@@ -149,8 +149,10 @@ def test_fit_check_on_a_tiny_random_model(tiny, tmp_path):
     assert fitted.exit_code == 0, fitted.output
     figures = json.loads((tmp_path / "fit" / "fit_check.json").read_text())
     assert figures["cm"] >= 0.75 and figures["parse_valid"] >= 0.75 and figures["passed"]
-    unfit = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "unfit"), "--epochs", "1", "--lr", "1e-6"])
+    unfit = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "unfit"), "--epochs", "1", "--lr", "1e-6",
+                                      "--prompt-grad", "none"])
     assert unfit.exit_code == 1
+    assert json.loads((tmp_path / "unfit" / "sft" / "summary.json").read_text())["prompt_grad"] == "none"
     figures = json.loads((tmp_path / "unfit" / "fit_check.json").read_text())
     assert not figures["passed"] and figures["cm"] < 0.9 and len(figures["misses"]) >= 1
 
