@@ -11,7 +11,6 @@ figures, the training curve and every answer that missed.
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from dataclasses import asdict, dataclass
