@@ -272,13 +272,13 @@ def last_layers_hidden(model: Any, cached: Any, start: int, prompt_grad: str = "
 
     if prompt_grad == "full" or start < 1:
         return model.model(inputs_embeds=cached, use_cache=False).last_hidden_state[:, start:]
-    kv = DynamicCache(config=model.config)
+    kv = DynamicCache()
     positions = torch.arange(cached.shape[1])
     with numbered_from_zero(model.model.layers):
         with torch.no_grad():
-            model.model(inputs_embeds=cached[:, :start], use_cache=True, cache=kv,
+            model.model(inputs_embeds=cached[:, :start], use_cache=True, past_key_values=kv,
                         position_ids=positions[None, :start])
-        return model.model(inputs_embeds=cached[:, start:], use_cache=True, cache=kv,
+        return model.model(inputs_embeds=cached[:, start:], use_cache=True, past_key_values=kv,
                            position_ids=positions[None, start:]).last_hidden_state
 
 
