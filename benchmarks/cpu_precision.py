@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 
 def matmul_rate(dtype: object, repeats: int = 50) -> float:
@@ -28,22 +29,30 @@ def matmul_rate(dtype: object, repeats: int = 50) -> float:
     return 2 * 1200 * 576 * 1536 * repeats / (time.perf_counter() - started) / 1e9
 
 
-def sft_step_costs(model_dir: str, data_dir: Path, layers: int, samples: int) -> None:
-    """Print caching and step seconds per sample and the summed loss, fp32 and bf16."""
+def model_and_samples(model_dir: str, data_dir: Path, layers: int, samples: int) -> tuple[Any, list[Any], list[Any]]:
+    """The fp32 model in training mode with all but its last ``layers`` layers frozen, the data's first ``samples``
+    samples tokenised, and their input sequences (prompt and answer but its last token): what a timed CPU SFT
+    step needs (also ``benchmarks/prompt_grad_cost.py``)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     from envsim.training.grpo_cpu import freeze_all_but_last
     from envsim.training.rl import _tokenizer
-    from envsim.training.sft_cpu import (FrozenActivations, answer_loss, dataset_file, read_samples, shared_prefix,
-                                         tokenize_sample)
+    from envsim.training.sft_cpu import dataset_file, read_samples, tokenize_sample
 
     tokenizer = _tokenizer(model_dir)
     batch = [tokenize_sample(tokenizer, s) for s in read_samples(dataset_file(data_dir), samples)]
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="sdpa")
     model.train()
     freeze_all_but_last(model, layers)
-    sequences = [s.prompt_ids + s.answer_ids[:-1] for s in batch]
+    return model, batch, [s.prompt_ids + s.answer_ids[:-1] for s in batch]
+
+
+def sft_step_costs(model_dir: str, data_dir: Path, layers: int, samples: int) -> None:
+    """Print caching and step seconds per sample and the summed loss, fp32 and bf16."""
+    from envsim.training.sft_cpu import FrozenActivations, answer_loss, shared_prefix
+
+    model, batch, sequences = model_and_samples(model_dir, data_dir, layers, samples)
     tokens = sum(len(q) for q in sequences) / len(sequences)
     for precision in ("fp32", "bf16"):
         frozen = FrozenActivations(model, layers, sequences[0][:shared_prefix(sequences)], precision)

@@ -41,19 +41,12 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
-    from transformers import AutoModelForCausalLM
+    from cpu_precision import model_and_samples
 
-    from envsim.training.grpo_cpu import freeze_all_but_last
-    from envsim.training.rl import _tokenizer
-    from envsim.training.sft_cpu import FrozenActivations, dataset_file, read_samples, shared_prefix, tokenize_sample
+    from envsim.training.sft_cpu import FrozenActivations, shared_prefix
 
     torch.set_num_threads(args.threads)
-    tokenizer = _tokenizer(args.model)
-    batch = [tokenize_sample(tokenizer, s) for s in read_samples(dataset_file(args.data), args.samples)]
-    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32, attn_implementation="sdpa")
-    model.train()
-    freeze_all_but_last(model, args.layers)
-    sequences = [s.prompt_ids + s.answer_ids[:-1] for s in batch]
+    model, batch, sequences = model_and_samples(args.model, args.data, args.layers, args.samples)
     frozen = FrozenActivations(model, args.layers, sequences[0][:shared_prefix(sequences)])
     rows = []
     print(f"torch {torch.__version__}, {args.threads} thread(s), fp32, last {args.layers} layers")
