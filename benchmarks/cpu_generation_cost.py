@@ -48,6 +48,8 @@ def static_batch(model: Any, prompts: list[list[int]], new_tokens: int, pad_id: 
     timed apart (the decode figure holds no prefill)."""
     import torch
 
+    from envsim.training.kv_cache import returned_cache, with_cache
+
     width = max(len(p) for p in prompts)
     ids = torch.tensor([[pad_id] * (width - len(p)) + p for p in prompts])
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
@@ -62,7 +64,7 @@ def static_batch(model: Any, prompts: list[list[int]], new_tokens: int, pad_id: 
         for _ in range(new_tokens - 1):
             token = out.logits[:, -1:].argmax(-1)
             attention = torch.cat([attention, torch.ones_like(token)], dim=1)
-            out = model(token, attention_mask=attention, past_key_values=out.past_key_values, use_cache=True)
+            out = model(token, attention_mask=attention, use_cache=True, **with_cache(model, returned_cache(out)))
 
     prefill_wall, prefill_cpu = timed(prefill)
     decode_wall, decode_cpu = timed(decode)

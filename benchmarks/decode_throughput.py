@@ -51,6 +51,8 @@ def transformers_costs(model_dir: str, prompts: list[list[int]], new_tokens: int
     import torch
     from transformers import AutoModelForCausalLM
 
+    from envsim.training.kv_cache import returned_cache, with_cache
+
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     rows = []
     with torch.inference_mode():
@@ -63,7 +65,7 @@ def transformers_costs(model_dir: str, prompts: list[list[int]], new_tokens: int
             def decode() -> None:
                 out = state["out"]
                 for _ in range(new_tokens):
-                    out = model(out.logits[:, -1:].argmax(-1), past_key_values=out.past_key_values, use_cache=True)
+                    out = model(out.logits[:, -1:].argmax(-1), use_cache=True, **with_cache(model, returned_cache(out)))
 
             rows.append({"prompt_tokens": len(prompt), "prefill": cpu_timed(prefill), "decode": cpu_timed(decode)})
     return rows

@@ -59,6 +59,7 @@ from typing import Any, Callable
 from envsim.evaluation.prompting.prompts import LATEST_PROMPT_VERSION, PROMPT_MODES, check_version
 from envsim.safe_files import write_json
 from envsim.training.checkpoint_meta import write_training_file
+from envsim.training.kv_cache import returned_cache, with_cache
 from envsim.training.grpo_generators import (Completion, EndpointGenerator, Generator, TorchGenerator,
                                               llama_cpp_response_format, prompt_ids)
 from envsim.training.rewards import COMPONENTS, RewardWeights, component_value, score_completion
@@ -182,10 +183,10 @@ def completion_logprobs(model: Any, prompt: list[int], completions: list[list[in
         mask[row, :len(completion)] = 1
     if share_prompt:
         first = model.model(input_ids=torch.tensor([prompt]), use_cache=True)
-        cache = first.past_key_values
+        cache = returned_cache(first)
         cache.batch_repeat_interleave(len(completions))
         full_mask = torch.cat([torch.ones((len(completions), len(prompt)), dtype=torch.long), mask], dim=1)
-        rest = model.model(input_ids=ids, attention_mask=full_mask, past_key_values=cache, use_cache=True)
+        rest = model.model(input_ids=ids, attention_mask=full_mask, use_cache=True, **with_cache(model.model, cache))
         last = first.last_hidden_state[:, -1:].expand(len(completions), 1, -1)   # predicts the first token
         hidden = torch.cat([last, rest.last_hidden_state[:, :-1]], dim=1)
     else:

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from envsim.safe_files import write_json
+from envsim.training.kv_cache import returned_cache, with_cache
 
 
 PROMPT_GRADS = ("full", "none")
@@ -228,7 +229,7 @@ class FrozenActivations:
         if self.prefix:
             with torch.no_grad(), only_first_layers(model, self.frozen), cpu_autocast(precision):
                 out = model.model(input_ids=torch.tensor([self.prefix]), use_cache=True)
-            self.prefix_states, self.prefix_cache = out.last_hidden_state.detach(), out.past_key_values
+            self.prefix_states, self.prefix_cache = out.last_hidden_state.detach(), returned_cache(out)
 
     def __call__(self, ids: Sequence[int]) -> Any:
         """Shape ``[1, len(ids), hidden]``; ``ids`` must start with the shared prefix."""
@@ -245,7 +246,7 @@ class FrozenActivations:
             if not n:
                 return self.model.model(input_ids=torch.tensor([list(ids)]), use_cache=False).last_hidden_state
             out = self.model.model(input_ids=torch.tensor([list(ids[n:])]), use_cache=True,
-                                   past_key_values=copy.deepcopy(self.prefix_cache))
+                                   **with_cache(self.model.model, copy.deepcopy(self.prefix_cache)))
         return torch.cat([self.prefix_states, out.last_hidden_state], dim=1).detach()
 
 
@@ -276,10 +277,10 @@ def last_layers_hidden(model: Any, cached: Any, start: int, prompt_grad: str = "
     positions = torch.arange(cached.shape[1])
     with numbered_from_zero(model.model.layers):
         with torch.no_grad():
-            model.model(inputs_embeds=cached[:, :start], use_cache=True, past_key_values=kv,
-                        position_ids=positions[None, :start])
-        return model.model(inputs_embeds=cached[:, start:], use_cache=True, past_key_values=kv,
-                           position_ids=positions[None, start:]).last_hidden_state
+            model.model(inputs_embeds=cached[:, :start], use_cache=True, position_ids=positions[None, :start],
+                        **with_cache(model.model, kv))
+        return model.model(inputs_embeds=cached[:, start:], use_cache=True, position_ids=positions[None, start:],
+                           **with_cache(model.model, kv)).last_hidden_state
 
 
 def answer_loss(model: Any, cached: Any, sample: TokenizedSample, trainable_layers: int,
