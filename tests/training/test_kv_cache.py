@@ -9,6 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
+pytestmark = pytest.mark.train   # CI's training venv (transformers 5.6); a [cpu] venv (5.24) runs it with -m train too
 
 from envsim.training.kv_cache import cache_keyword, returned_cache, with_cache  # noqa: E402
 from envsim.training.tiny_model import build_tiny_model  # noqa: E402
