@@ -20,13 +20,13 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from envsim.training.serve import free_port
 from envsim.training.sft import ZERO3, SFTSettings, llamafactory_config, to_yaml
 
 
@@ -38,7 +38,7 @@ def envsim_command(*args: str) -> list[str]:
 
 def ran_on_gpu(log: Path) -> bool:
     """Whether LLaMA-Factory's log names a CUDA device for the training process."""
-    return "device: cuda" in tail(log, 10**7)
+    return "device: cuda" in log_text(log)
 
 
 def run_logged(command: list[str], log: Path, extra_env: dict[str, str] | None = None, timeout: float = 600) -> int:
@@ -52,9 +52,14 @@ def run_logged(command: list[str], log: Path, extra_env: dict[str, str] | None =
             return 124
 
 
+def log_text(log: Path) -> str:
+    """A log's whole text (empty when it was never written)."""
+    return log.read_text(errors="replace") if log.exists() else ""
+
+
 def tail(log: Path, chars: int = 1500) -> str:
     """The end of a log (what a failed step's record shows)."""
-    return log.read_text(errors="replace")[-chars:] if log.exists() else ""
+    return log_text(log)[-chars:]
 
 
 def learning(work: Path, quick: bool) -> dict[str, Any]:
@@ -99,7 +104,7 @@ def zero3(work: Path, quick: bool) -> dict[str, Any]:
 
         model = AutoModelForCausalLM.from_pretrained(settings.output_dir)
         loaded = f"{sum(p.numel() for p in model.parameters())} parameters"
-    zero3_used, on_gpu = "Detected DeepSpeed ZeRO-3" in tail(log, 10**7), ran_on_gpu(log)
+    zero3_used, on_gpu = "Detected DeepSpeed ZeRO-3" in log_text(log), ran_on_gpu(log)
     return {"ok": code == 0 and bool(loaded) and zero3_used and on_gpu, "exit": code, "zero3_used": zero3_used,
             "on_gpu": on_gpu, "loaded": loaded, "log_tail": "" if code == 0 else tail(log)}
 
@@ -118,13 +123,6 @@ def rl(work: Path, quick: bool) -> dict[str, Any]:
             "last_step": json.loads(steps[-1]) if steps else None, "log_tail": "" if code == 0 else tail(log)}
 
 
-def free_port() -> int:
-    """A TCP port nobody listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def serve_eval(work: Path, quick: bool) -> dict[str, Any]:
     """Step 5: the RL policy served by ``envsim serve --backend transformers`` and evaluated on 20 samples."""
     policy, port = work / "rl" / "policy", free_port()
@@ -134,7 +132,7 @@ def serve_eval(work: Path, quick: bool) -> dict[str, Any]:
                                   stdout=handle, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 250
-        while "serving " not in tail(work / "serve.log", 10**6) and time.monotonic() < deadline:
+        while "serving " not in log_text(work / "serve.log") and time.monotonic() < deadline:
             if server.poll() is not None:
                 return {"ok": False, "exit": server.returncode, "log_tail": tail(work / "serve.log")}
             time.sleep(1)

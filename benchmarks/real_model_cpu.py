@@ -47,6 +47,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from envsim.training.serve import free_port
+
 PHASES = ("fetch", "data", "sft", "zeroshot", "zeroshot-json", "zeroshot-json-in-env", "null", "null-in-env",
           "throughput", "sft-eval", "sft-eval-in-env", "curve", "rl", "rl-eval", "rl-eval-in-env")
 #: What a plain run does: the free zero-shot eval and the throughput table were measured on 2026-11-27 (the git
@@ -129,13 +131,6 @@ def run_logged(work: Path, phase: str, command: list[str], env: dict[str, str]) 
     record_command(work, phase, command, code, wall, cpu)
     say(f"  {phase}: exit {code}, {wall:.0f} s wall, {cpu:.0f} CPU s (log: {work / f'{phase}.log'})")
     return code
-
-
-def free_port() -> int:
-    """A free local TCP port."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def resumed_port(run_dir: Path) -> int | None:

@@ -48,7 +48,6 @@ import math
 import os
 import random
 import shutil
-import socket
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -59,9 +58,9 @@ from typing import Any, Callable
 from envsim.evaluation.prompting.prompts import LATEST_PROMPT_VERSION, PROMPT_MODES, check_version
 from envsim.safe_files import write_json
 from envsim.training.checkpoint_meta import write_training_file
-from envsim.training.kv_cache import returned_cache, with_cache
 from envsim.training.grpo_generators import (Completion, EndpointGenerator, Generator, TorchGenerator,
                                               llama_cpp_response_format, prompt_ids)
+from envsim.training.kv_cache import returned_cache, with_cache
 from envsim.training.rewards import COMPONENTS, RewardWeights, component_value, score_completion
 
 GENERATORS: tuple[str, ...] = ("auto", "llama.cpp", "torch")
@@ -231,12 +230,6 @@ class StepData:
     completions: list[list[Completion]]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class LlamaCppSync:
     """The llama.cpp generator, restarted on the current policy every ``sync_every`` steps."""
 
@@ -256,14 +249,14 @@ class LlamaCppSync:
         if not self.due(step):
             self.generator.want_logprobs = self.settings.behaviour_logprobs     # stale from here on
             return self.generator
-        from envsim.training.serve import start_server
+        from envsim.training.serve import free_port, start_server
 
         refused = self.generator.logprobs_refused if self.generator is not None else False
         self.close()
         sync_dir = self.settings.output_dir / "sync"
         shutil.rmtree(sync_dir, ignore_errors=True)
         save_policy(model, self.tokenizer, sync_dir, self.settings.model)
-        self.server = start_server(str(sync_dir), backend="llama.cpp", port=_free_port(), ready_timeout=900.0,
+        self.server = start_server(str(sync_dir), backend="llama.cpp", port=free_port(), ready_timeout=900.0,
                                    log_path=str(self.settings.output_dir / "generator-server.log"),
                                    threads=self.settings.server_threads)
         self.generator = EndpointGenerator(self.server.base_url, getattr(self.server, "model", str(sync_dir)),

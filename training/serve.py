@@ -292,6 +292,13 @@ def refuse_hostile_template(gguf: str | os.PathLike[str], progress: Callable[[st
         _PASSED_TEMPLATE_SOURCES.add(source_digest)
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that nothing listens on now (the OS picks it)."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
 def start_server(model: str, backend: Backend = "auto", host: str = "127.0.0.1", port: int = 8000,
                  ready_timeout: float = 600.0, log_path: str | None = None, *, threads: int | None = None,
                  quantize: str = "f16", ctx: int = DEFAULT_CTX, progress: Callable[[str], None] | None = None,
