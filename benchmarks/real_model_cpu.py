@@ -153,13 +153,14 @@ def resumed_port(run_dir: Path) -> int | None:
 
 
 def eval_command(model: str, run_dir: Path, response_format: str, args: argparse.Namespace,
-                 base_url: str | None = None, benchmark: Path | None = None) -> list[str]:
+                 base_url: str | None = None, benchmark: Path | None = None, logged: list[str] = ()) -> list[str]:
     """``envsim eval`` on the subset's first ``--eval-limit`` samples (evenly spaced, every stratum), or on a
-    benchmark file (the in-environment held-out set) when ``benchmark`` is given."""
+    benchmark file (the in-environment held-out set) when ``benchmark`` is given; ``logged``: its
+    ``--logged-calls`` options (``logged_options``)."""
     selection = ["--benchmark", str(benchmark)] if benchmark is not None else ["--ids", SUBSET]
     command = [bin_path("envsim"), "eval", "--model", model, *selection, "--limit", str(args.eval_limit),
                *PROMPT, "--max-tokens", str(args.max_tokens), "--response-format", response_format,
-               "--run-dir", str(run_dir)]
+               "--run-dir", str(run_dir), *logged]
     if base_url:
         command += ["--base-url", base_url, "--concurrency", "1", "--timeout", "1800", "--max-retries", "1"]
         if args.eval_extra:
@@ -167,8 +168,19 @@ def eval_command(model: str, run_dir: Path, response_format: str, args: argparse
     return command
 
 
+def logged_options(data: Path) -> list[str]:
+    """``--logged-calls DATA --logged-k K`` when the recipe of ``data`` lists K logged calls in its prompts
+    (stats.json's ``logged_examples``), so that a trained model is asked as it was trained; else nothing."""
+    try:
+        k = int(json.loads((data / "stats.json").read_text()).get("logged_examples") or 0)
+    except (OSError, ValueError, TypeError):
+        return []
+    return ["--logged-calls", str(data), "--logged-k", str(k)] if k > 0 else []
+
+
 def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, response_format: str,
-                   args: argparse.Namespace, env: dict[str, str], benchmark: Path | None = None) -> int:
+                   args: argparse.Namespace, env: dict[str, str], benchmark: Path | None = None,
+                   logged: list[str] = ()) -> int:
     """``envsim serve --backend llama.cpp`` the model, ``envsim eval`` it, stop the server (SIGINT); the phase's
     CPU seconds are the server's (conversion included) and the client's."""
     if (run_dir / "summary.json").exists() and done_samples(run_dir) >= args.eval_limit:
@@ -193,7 +205,7 @@ def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, response_
             say(f"  {phase}: server did not start: {' / '.join(lines[-5:])}")
             return 1
         code = run_logged(work, phase, eval_command(str(model), run_dir, response_format, args,
-                                                    f"http://127.0.0.1:{port}/v1", benchmark), env)
+                                                    f"http://127.0.0.1:{port}/v1", benchmark, logged), env)
         return code
     finally:
         os.killpg(server.pid, signal.SIGINT)
@@ -243,7 +255,7 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
             say(f"data: {data} is there (kept)")
             return 0
         code = run_logged(work, "data", [bin_path("envsim"), "train", "data", "--recipe", str(args.recipe), "--out",
-                                         str(data), "--cutoff", "2048", "--tokenizer", str(model)], env)
+                                         str(data), "--cutoff", str(args.cutoff), "--tokenizer", str(model)], env)
         if code == 0:
             (work / RECIPE_FILE).write_text(json.dumps(wanted, indent=2) + "\n")
         return code
@@ -278,7 +290,8 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
                 return 1
             kind = trained_format(data) if response_format == TRAINED else response_format
             return serve_and_eval(work, phase, checkpoint, work / folder, kind, args, env,
-                                  data / HELDOUT if in_env else None)
+                                  data / HELDOUT if in_env else None,
+                                  logged_options(data) if response_format == TRAINED else [])
         return run
 
     def null() -> int:
@@ -295,7 +308,7 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
         """The in-environment eval of every intermediate SFT checkpoint (the last point is the sft-in-env eval)."""
         for n in curve_points(data, args):
             code = serve_and_eval(work, "curve", work / "sft" / f"checkpoint-{n}", work / f"eval-curve-{n}",
-                                  trained_format(data), args, env, data / HELDOUT)
+                                  trained_format(data), args, env, data / HELDOUT, logged_options(data))
             if code:
                 return code
         return 0
@@ -344,7 +357,7 @@ def sft_command(args: argparse.Namespace) -> list[str]:
     """``envsim train sft --device cpu`` of the sequence, with the learning curve's checkpoints."""
     work = args.work
     return [bin_path("envsim"), "train", "sft", "--device", "cpu", "--model", str(work / "model"), "--data",
-            str(work / "data"), "--out", str(work / "sft"), "--cutoff", "2048", "--lr", str(args.sft_lr), "--epochs",
+            str(work / "data"), "--out", str(work / "sft"), "--cutoff", str(args.cutoff), "--lr", str(args.sft_lr), "--epochs",
             str(args.sft_epochs), "--batch", str(args.sft_batch), "--finetuning", "freeze", "--freeze-layers",
             str(args.freeze_layers), "--threads", str(args.sft_threads), "--prompt-grad", args.sft_prompt_grad,
             "--save-at", ",".join(str(n) for n in curve_points(work / "data", args))]
@@ -742,6 +755,8 @@ def main() -> int:
     parser.add_argument("--recipe", default=RECIPE,
                         help="The training recipe: a shipped name or a JSON file (e.g. in-env with \"replace_tests\": "
                              "\"shown\"); it needs a heldout block. A WORK holds the data of one recipe.")
+    parser.add_argument("--cutoff", type=int, default=None,
+                        help="SFT cutoff in tokens (default: 2,560 when the recipe lists logged calls, else 2,048).")
     parser.add_argument("--eval-limit", type=int, default=100, help="Subset samples per eval (evenly spaced).")
     parser.add_argument("--max-tokens", type=int, default=384, help="Answer token cap (eval and GRPO completions).")
     parser.add_argument("--eval-extra", default=EVAL_EXTRA,
@@ -774,8 +789,11 @@ def main() -> int:
     try:
         from envsim.training.data import load_recipe
 
-        if "heldout" not in load_recipe(args.recipe):
+        recipe = load_recipe(args.recipe)
+        if "heldout" not in recipe:
             parser.error(f"--recipe {args.recipe}: no heldout block (the in-environment evals need one)")
+        if args.cutoff is None:
+            args.cutoff = 2560 if recipe.get("logged_examples") else 2048
     except (OSError, ValueError) as error:
         parser.error(f"--recipe {args.recipe}: {error}")
     args.phases = [p.strip() for p in args.phases.split(",") if p.strip()]

@@ -16,6 +16,9 @@ states of known tools at a fraction of the acceptance run's cost; it is not the 
   "No gradient through the prompt").
 - ``tests-no-prompt-grad``: the ``tests`` arm's samples and passes, trained as ``no-prompt-grad`` (the candidate
   recipe of the next acceptance run).
+- ``tests-examples``: ``tests-no-prompt-grad`` whose prompts (training and held-out) also list up to 3 logged calls
+  of the same tool from the arm's training calls, with their answers (``evaluation/prompting/logged_calls.py``),
+  under a cutoff of 2,560 tokens (the calls' prompts are 1,614 tokens on average without them).
 
     python benchmarks/tool_focus_ab.py --model runs/model --work runs/ab-tests          # data, train, eval
     python benchmarks/tool_focus_ab.py --model runs/model --work runs/ab-tests --arms shipped wide --phases eval
@@ -44,7 +47,9 @@ ARMS: dict[str, dict[str, Any]] = {"shipped": {"replace_tests": "none", "scale":
                                    "wide": {"replace_tests": "none", "scale": 4},
                                    "no-prompt-grad": {"replace_tests": "none", "scale": 1, "prompt_grad": "none"},
                                    "tests-no-prompt-grad": {"replace_tests": "shown", "scale": 1,
-                                                            "prompt_grad": "none"}}
+                                                            "prompt_grad": "none"},
+                                   "tests-examples": {"replace_tests": "shown", "scale": 1, "prompt_grad": "none",
+                                                      "examples": 3, "cutoff": 2560}}
 BASELINE = "shipped"
 
 
@@ -138,8 +143,10 @@ def write_arm_data(args: argparse.Namespace, arm: str, calls: list[dict[str, Any
     from envsim.training.data import write_sft_dataset
     from envsim.training.sft_cpu import read_samples
 
-    write_sft_dataset(calls, args.work / arm / "data", "in_env", "mdp-view", version="3", cutoff=2048,
-                      tokenizer=counter, append_form="dash", replace_tests=ARMS[arm]["replace_tests"])
+    write_sft_dataset(calls, args.work / arm / "data", "in_env", "mdp-view", version="3",
+                      cutoff=ARMS[arm].get("cutoff", 2048),
+                      tokenizer=counter, append_form="dash", replace_tests=ARMS[arm]["replace_tests"],
+                      logged_examples=ARMS[arm].get("examples", 0))
     kept = {s["id"] for s in read_samples(args.work / arm / "data" / "in_env.jsonl")}
     if kept != {r["id"] for r in calls}:
         raise SystemExit(f"{arm}: {len({r['id'] for r in calls} - kept)} calls did not fit the cutoff")
@@ -154,7 +161,8 @@ def train(args: argparse.Namespace) -> None:
     running = {}
     for arm in pending:
         command = [envsim, "train", "sft", "--device", "cpu", "--model", str(args.model), "--data",
-                   str(args.work / arm / "data"), "--out", str(args.work / arm / "sft"), "--cutoff", "2048",
+                   str(args.work / arm / "data"), "--out", str(args.work / arm / "sft"),
+                   "--cutoff", str(ARMS[arm].get("cutoff", 2048)),
                    "--lr", str(args.lr), "--epochs", str(args.epochs / ARMS[arm]["scale"]), "--batch", "1",
                    "--finetuning", "freeze", "--freeze-layers", "8", "--threads", str(threads),
                    "--prompt-grad", ARMS[arm].get("prompt_grad", "full")]
@@ -169,6 +177,7 @@ def train(args: argparse.Namespace) -> None:
 
 def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     """Greedy answers of each arm's model to the held-out calls, scored; WORK/result.json (every decoded arm)."""
+    from envsim.evaluation.prompting.logged_calls import examples_of, load_logged_calls
     from envsim.evaluation.prompting.prompts import build_messages
     from envsim.training.local_eval import generate_answers
     from envsim.training.sft_cpu import read_samples
@@ -177,9 +186,12 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
 
     torch.set_num_threads(args.eval_threads)
     heldout = read_samples(args.work / "heldout.jsonl")
-    prompts = [build_messages(r, "mdp-view", version="3") for r in heldout]
     for arm in args.arms:                     # decode what is not decoded yet (an arm at a time, resumable)
         if kept_answers(args.work / arm / "answers.jsonl", heldout) is None:
+            k = ARMS[arm].get("examples", 0)
+            pool = load_logged_calls(args.work / arm / "data") if k else None
+            prompts = [build_messages(r, "mdp-view", version="3",
+                                      examples=examples_of(pool.pick(r, k)) if pool else ()) for r in heldout]
             started = time.monotonic()
             answers = generate_answers(args.work / arm / "sft" / "checkpoints", prompts,
                                        max_new_tokens=args.max_new, batch_size=1)

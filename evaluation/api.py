@@ -32,11 +32,12 @@ def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tie
              base_url_file: str | Path | None = None, api_key: str | None = None, preflight: bool = True,
              min_scored: MinScored | int | str = 1, runs_root: str | Path = "runs", run_dir: str | Path | None = None,
              overwrite: bool = False, track: str = "single", horizon: int = 5, episodes: int = 2,
-             env_modules: Sequence[str] = (), echo: Printer | None = None,
-             echo_err: Printer | None = None) -> EvalSummary:
+             env_modules: Sequence[str] = (), logged_calls: str | Path | None = None, logged_k: int = 3,
+             echo: Printer | None = None, echo_err: Printer | None = None) -> EvalSummary:
     """Evaluate ``model`` (an endpoint's model name, or the baselines ``"null"`` / ``"oracle"``) and return
     its summary; keywords mirror ``envsim eval``'s options (``tokenizer`` = ``--tokenizer``, ``extra`` =
-    ``--extra`` as a dict, ``response_format`` = ``--response-format``: ``"free"``, ``"json-schema"`` or ``"json-schema-path-first"``).
+    ``--extra`` as a dict, ``response_format`` = ``--response-format``: ``"free"``, ``"json-schema"`` or ``"json-schema-path-first"``;
+    ``logged_calls`` / ``logged_k`` = ``--logged-calls`` / ``--logged-k``).
     ``echo``/``echo_err`` receive the console lines (default: silent); progress follows ``ENVSIM_PROGRESS``.
     Raises ``EvalStopped`` (and subclasses) when nothing was run."""
     from envsim.evaluation.running.single_run import run_split
@@ -58,6 +59,7 @@ def evaluate(model: str, *, benchmark: str = "v1", split: str | None = None, tie
                           preflight=preflight, min_scored=threshold, runs_root=Path(runs_root),
                           run_dir=Path(run_dir) if run_dir else None, overwrite=overwrite, track=track,
                           horizon=horizon, episodes=episodes, env_modules=tuple(env_modules),
+                          logged_calls=Path(logged_calls) if logged_calls is not None else None, logged_k=logged_k,
                           echo=escaped(echo or _silent), echo_err=escaped(echo_err or _silent))
     options.check()
     import_env_modules(options.env_modules)

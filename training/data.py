@@ -16,9 +16,10 @@ refused, so nothing is silently truncated in training.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from envsim.construction.composition import Spec, stratified_sample
 from envsim.construction.pipeline import build_pool, write_jsonl
@@ -54,20 +55,26 @@ def load_recipe(source: str | Path | None) -> dict[str, Any]:
 def sft_sample(record: dict[str, Any], prompt_mode: str, rationale: Callable[[dict[str, Any]], str] | None = None,
                class_sources: dict[str, str] | None = None, version: str = LATEST_PROMPT_VERSION,
                append_form: str = "index", key_order: str = "op-first",
-               replace_tests: str = "none") -> dict[str, Any]:
+               replace_tests: str = "none", examples: Sequence[Any] = ()) -> dict[str, Any]:
     """One chat sample: the evaluation prompt and the exact answer (optionally after a rationale); the answer's
     patch writes appends in ``append_form`` (``training.patch_form``: ``index`` as stored, ``dash`` as ``/-``),
     tests the old value of each replaced scalar the prompt shows when ``replace_tests`` is ``shown``, and writes
-    each operation's keys in ``key_order`` (``op-first`` as stored, ``path-first``)."""
+    each operation's keys in ``key_order`` (``op-first`` as stored, ``path-first``). ``examples``: logged calls
+    (``evaluation.prompting.logged_calls.LoggedCall``) the prompt lists; their ids go into the sample."""
+    from envsim.evaluation.prompting.logged_calls import examples_of
+
     messages = build_messages(record, prompt_mode, class_source=(class_sources or {}).get(record["env"]),
-                              version=version)
+                              version=version, examples=examples_of(examples))
     shown = prompt_shown_state(record, prompt_mode) if replace_tests != "none" else None
     answer = target_answer({**record, "patch": target_patch(record, append_form, key_order, replace_tests, shown)},
                            version)
     if rationale is not None:
         answer = rationale(record).rstrip() + "\n\n" + answer
-    return {"id": record["id"], "env": record["env"], "stratum": record["stratum"], "prompt_version": version,
-            "messages": [*messages, {"role": "assistant", "content": answer}]}
+    sample = {"id": record["id"], "env": record["env"], "stratum": record["stratum"], "prompt_version": version,
+              "messages": [*messages, {"role": "assistant", "content": answer}]}
+    if examples:
+        sample["examples"] = [c.id for c in examples]
+    return sample
 
 
 def prompt_shown_state(record: dict[str, Any], prompt_mode: str) -> Any:
@@ -141,10 +148,12 @@ def write_sft_dataset(records: list[dict[str, Any]], out_dir: Path, name: str, p
                       class_sources: dict[str, str] | None = None, *, version: str = LATEST_PROMPT_VERSION,
                       cutoff: int = SFT_CUTOFF, over_cutoff: str = "drop",
                       tokenizer: Any = None, append_form: str = "index",
-                      key_order: str = "op-first", replace_tests: str = "none") -> tuple[str, dict[str, Any]]:
+                      key_order: str = "op-first", replace_tests: str = "none",
+                      logged_examples: int = 0) -> tuple[str, dict[str, Any]]:
     """Write ``<name>.jsonl`` (chat samples), ``<name>.records.jsonl`` and ``dataset_info.json``.
     ``append_form`` / ``key_order`` / ``replace_tests``: how the targets write appends, order an operation's keys
-    and test replaced values (``sft_sample``).
+    and test replaced values (``sft_sample``). ``logged_examples``: each prompt lists up to that many other
+    samples of the same tool as logged calls (``with_logged_examples``).
 
     Samples over ``cutoff`` tokens are dropped from both files or refused (``fit_to_cutoff``);
     refusing writes nothing. Records of large-state environments keep their states once under
@@ -158,6 +167,17 @@ def write_sft_dataset(records: list[dict[str, Any]], out_dir: Path, name: str, p
     samples = [sft_sample(r, prompt_mode, rationale, class_sources, version, append_form, key_order, replace_tests)
                for r in records]
     kept, tokens = fit_to_cutoff(samples, cutoff, over_cutoff, tokenizer)
+    if logged_examples:  # the samples that fit without logged calls are the log; each lists what still fits
+        records, samples = [records[i] for i in kept], [samples[i] for i in kept]
+        samples = with_logged_examples(records, samples, logged_examples, cutoff, tokenizer,
+                                       lambda r, ex: sft_sample(r, prompt_mode, rationale, class_sources, version,
+                                                                append_form, key_order, replace_tests, ex))
+        first = tokens
+        kept, tokens = fit_to_cutoff(samples, cutoff, over_cutoff, tokenizer)
+        tokens.update(dropped_over_cutoff=first["dropped_over_cutoff"], dropped_ids=first["dropped_ids"],
+                      full_chat_before_cutoff=first["full_chat_before_cutoff"])  # none is dropped in the second pass
+        tokens["logged_examples"] = {"k": logged_examples,
+                                     "shown": dict(sorted(Counter(len(s.get("examples", [])) for s in samples).items()))}
     tokens["prompt_mode"] = prompt_mode
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl((samples[i] for i in kept), out_dir / f"{name}.jsonl")
@@ -165,6 +185,36 @@ def write_sft_dataset(records: list[dict[str, Any]], out_dir: Path, name: str, p
     write_jsonl(store_large_states([records[i] for i in kept], state_folder(records_path)), records_path)
     write_json(out_dir / "dataset_info.json", dataset_info(name, f"{name}.jsonl"))
     return name, tokens
+
+
+def with_logged_examples(records: list[dict[str, Any]], samples: list[dict[str, Any]], k: int, cutoff: int,
+                         tokenizer: Any, make: Callable[[dict[str, Any], Sequence[Any]], dict[str, Any]]
+                         ) -> list[dict[str, Any]]:
+    """``samples`` remade by ``make(record, examples)`` with up to ``k`` logged calls of the same tool from the
+    samples themselves (``evaluation.prompting.logged_calls``; never a sample's own question). A sample that would
+    pass ``cutoff`` tokens with them shows fewer, down to none, so every sample stays in the pool it is part of."""
+    from envsim.evaluation.prompting.logged_calls import pool_from_samples
+    from envsim.tokens import chat_tokens, get_tokenizer
+
+    counter = tokenizer if hasattr(tokenizer, "chat") else get_tokenizer(tokenizer)
+    pool = pool_from_samples(samples, records)
+    remade = []
+    for record, sample in zip(records, samples):
+        examples = pool.pick(record, k)
+        while True:
+            candidate = make(record, examples)
+            if not examples or chat_tokens(candidate["messages"], counter) <= cutoff:
+                break
+            examples = examples[:-1]
+        remade.append(candidate)
+    return remade
+
+
+def check_logged_examples(value: Any) -> int:
+    """A recipe's ``logged_examples`` (how many logged calls of the same tool each prompt lists): 0 to 8."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 8:
+        raise ValueError(f"logged_examples must be a whole number from 0 to 8, not {value!r}")
+    return value
 
 
 def recipe_records(recipe: dict[str, Any], *, version: str = "v1", workers: int = 1, progress: Any = None,
@@ -206,6 +256,7 @@ def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1"
     append_form = check_append_form(recipe.get("append_form", "index"))  # before the rollout, not after it
     key_order = check_key_order(recipe.get("patch_key_order", "op-first"))
     replace_tests = check_replace_tests(recipe.get("replace_tests", "none"))
+    logged_examples = check_logged_examples(recipe.get("logged_examples", 0))
     pool, records = recipe_records(recipe, version=version, workers=workers, progress=progress, env_ids=env_ids)
     mode = recipe.get("prompt_mode", "mdp")
     sources = {e: class_source(get_env(e)) for e in {r["env"] for r in records}} if mode == "full-class" else {}
@@ -217,12 +268,14 @@ def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1"
     prompt_version = check_version(prompt_version or recipe.get("prompt_version", LATEST_PROMPT_VERSION))
     name, tokens = write_sft_dataset(records, out_dir, recipe.get("name", "envsim_sft"), mode, trace, sources,
                                    version=prompt_version, cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=tokenizer,
-                                   append_form=append_form, key_order=key_order, replace_tests=replace_tests)
+                                   append_form=append_form, key_order=key_order, replace_tests=replace_tests,
+                                   logged_examples=logged_examples)
     dropped = set(tokens["dropped_ids"])
     records = [r for r in records if r["id"] not in dropped]
     stats = {"name": name, "samples": len(records), "environments": len({r["env"] for r in records}),
              "pool": len(pool), "prompt_mode": mode, "prompt_version": prompt_version, "rationales": rationales,
              "append_form": append_form, "patch_key_order": key_order, "replace_tests": replace_tests,
+             "logged_examples": logged_examples,
              "dash_appends": sum(target_patch(r, append_form) != list(r.get("patch") or []) for r in records),
              "cutoff": cutoff, "dropped_over_cutoff": len(dropped),
              "by_stratum": {s: sum(r["stratum"] == s for r in records)

@@ -376,13 +376,14 @@ def train_grpo_cpu(settings: CPUGRPOSettings, echo: Callable[[str], None] | None
     import torch
     from transformers import AutoModelForCausalLM
 
-    from envsim.training.rl import _tokenizer, read_records, rl_rows
+    from envsim.training.rl import _tokenizer, logged_examples_of, read_records, rl_rows
 
     settings.check()
     echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
     torch.set_num_threads(settings.threads or default_threads())
     torch.manual_seed(settings.seed)
-    rows = rl_rows(read_records(settings.records, settings.version), settings.prompt_mode, settings.prompt_version)
+    rows = rl_rows(read_records(settings.records, settings.version), settings.prompt_mode, settings.prompt_version,
+                   logged_examples_of(settings.records))
     generator_kind = resolve_generator(settings.generator)
     out = settings.output_dir
     out.mkdir(parents=True, exist_ok=True)

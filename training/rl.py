@@ -201,14 +201,32 @@ def read_records(path: Path, version: str = "v1") -> list[dict[str, Any]]:
     return records
 
 
-def rl_rows(records: list[dict[str, Any]], prompt_mode: str,
-            prompt_version: str = LATEST_PROMPT_VERSION) -> list[dict[str, Any]]:
+def rl_rows(records: list[dict[str, Any]], prompt_mode: str, prompt_version: str = LATEST_PROMPT_VERSION,
+            examples: Any = None) -> list[dict[str, Any]]:
     """Dataset rows: conversational ``prompt`` (the evaluation prompt) and the ``record`` as JSON text (whole
-    states: the reward scores against them)."""
+    states: the reward scores against them). ``examples``: the logged calls each prompt lists, as a callable of
+    the record (``logged_examples_of``; None: none)."""
     from envsim.construction.stored_states import materialise
 
-    return [{"prompt": build_messages(r, prompt_mode, version=prompt_version), "record": json.dumps(m, sort_keys=True)}
-            for r, m in zip(records, materialise(records))]
+    return [{"prompt": build_messages(r, prompt_mode, version=prompt_version, examples=examples(r) if examples else ()),
+             "record": json.dumps(m, sort_keys=True)} for r, m in zip(records, materialise(records))]
+
+
+def logged_examples_of(records_path: Path) -> Any:
+    """The logged calls GRPO's prompts list, as SFT's did: when the records come from an ``envsim train data``
+    folder whose recipe set ``logged_examples`` (its ``stats.json``), that many calls of the same tool from the
+    folder's samples (``evaluation.prompting.logged_calls``), as a callable of a record; else None."""
+    from envsim.evaluation.prompting.logged_calls import examples_of, load_logged_calls
+
+    stats_path = Path(records_path).parent / "stats.json"
+    try:
+        k = int(json.loads(stats_path.read_text()).get("logged_examples") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    if k <= 0:
+        return None
+    pool = load_logged_calls(Path(records_path).parent)
+    return lambda record: examples_of(pool.pick(record, k))
 
 
 def _repair_trl_availability_flags() -> None:
@@ -260,7 +278,8 @@ def train_grpo(settings: RLSettings) -> dict[str, Any]:
     log_path.unlink(missing_ok=True)
     args = GRPOConfig(**grpo_arguments(settings))   # before the model: under ZeRO-3 loading is then partitioned
     trainer = GRPOTrainer(model=_policy_model(settings), reward_funcs=reward_functions(log_path), args=args,
-                          train_dataset=Dataset.from_list(rl_rows(records, settings.prompt_mode, settings.prompt_version)),
+                          train_dataset=Dataset.from_list(rl_rows(records, settings.prompt_mode, settings.prompt_version,
+                                                                  logged_examples_of(settings.records))),
                           processing_class=tokenizer)
     trainer.train()
     trainer.save_model(str(out))

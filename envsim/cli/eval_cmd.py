@@ -89,6 +89,12 @@ from envsim.progress import progress_option
                    "auto (those your trusted environment imports, when the shown code imports them), none, or a "
                    "comma-separated list. pydantic and sqlite3 (in-memory) are always available. Written to "
                    "RUN/config.json as sandbox_packages.")
+@click.option("--logged-calls", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="An 'envsim train data' folder (your service's logged calls): each prompt lists up to --logged-k "
+                   "of its tool's calls there with their answers, as a model trained with the recipe's "
+                   "logged_examples saw them (docs/real-model.md).")
+@click.option("--logged-k", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Logged calls a prompt lists at most (with --logged-calls).")
 @env_module_option
 @tau_path_option
 def eval_cmd(model: str, base_url: tuple[str, ...], extra_json: str | None, tokenizer_dir: str | None,

@@ -138,13 +138,15 @@ def action_text(action: dict[str, Any], version: str = PROMPT_VERSION) -> str:
 
 
 def build_messages(record: dict[str, Any], mode: str = "mdp", *, class_source: str | None = None,
-                   history: Sequence[dict[str, Any]] = (), version: str = PROMPT_VERSION) -> list[dict[str, str]]:
+                   history: Sequence[dict[str, Any]] = (), version: str = PROMPT_VERSION,
+                   examples: Sequence[tuple[str, str]] = ()) -> list[dict[str, str]]:
     """Chat messages (system, user) asking to simulate ``record['action']``.
 
     ``record`` needs ``state``, ``action``, ``code`` and ``tools`` (benchmark record fields);
     ``full-class`` needs ``class_source``; ``pomdp`` uses ``history`` (earlier ``action`` /
     ``observation`` pairs of the episode) instead of state and code. ``version`` picks the prompt
-    version (``"1"`` by default, see the module docstring).
+    version (``"1"`` by default, see the module docstring). ``examples``: logged calls of the same tool as
+    ``(call text, answer text)`` pairs, listed before the call (``logged_calls``; none: the prompt as before).
     """
     if mode not in PROMPT_MODES:
         raise ValueError(f"unknown prompt mode {mode!r}; choose from {', '.join(PROMPT_MODES)}")
@@ -177,6 +179,10 @@ def build_messages(record: dict[str, Any], mode: str = "mdp", *, class_source: s
             parts.append("Tool code:\n```python\n" + record["code"].rstrip() + "\n```")
             if tool_schema is not None:
                 parts.append("Tool schema:\n" + _dump(tool_schema.get("function", tool_schema), version))
+    if examples:
+        from envsim.evaluation.prompting.logged_calls import examples_part
+
+        parts.append(examples_part(examples))
     parts.append("Call:\n" + action_text(record["action"], version))
     return [{"role": "system", "content": system_prompt(version, mode)},
             {"role": "user", "content": "\n\n".join(parts)}]

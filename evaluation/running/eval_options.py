@@ -82,6 +82,8 @@ class EvalOptions:
     horizon: int = 5
     episodes: int = 2
     env_modules: tuple[str, ...] = ()
+    logged_calls: Path | None = None  # an ``envsim train data`` folder whose calls prompts list (logged_calls.py)
+    logged_k: int = 3
     echo: Printer = _silent
     echo_err: Printer = _silent
 
@@ -123,6 +125,12 @@ class EvalOptions:
                                 f"{self.response_format!r} is not one of {', '.join(RESPONSE_FORMATS)}")
         if self.response_format != "free" and "response_format" in self.extra:
             raise InvalidOption("--response-format", "--extra already sets response_format; give only one of them")
+        if self.logged_calls is not None and self.prompt_mode == "pomdp":
+            raise InvalidOption("--logged-calls", "pomdp prompts show the episode's history, not logged calls")
+        if self.logged_calls is not None and self.track != "single":
+            raise InvalidOption("--logged-calls", "only the single-step track lists logged calls")
+        if self.logged_k < 1:
+            raise InvalidOption("--logged-k", f"{self.logged_k} is not a positive number")
 
     def request_extra(self) -> dict[str, Any]:
         """The extra fields of every request: ``--extra`` plus the ``response_format`` of ``--response-format``."""

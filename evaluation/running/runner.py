@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
 from envsim.evaluation.scoring.parsing import parse_answer
 from envsim.evaluation.prompting.prompts import PROMPT_VERSION, build_messages
@@ -208,6 +208,8 @@ class EvalConfig:
     horizon: int = 0
     episodes: int = 0
     rollout_version: int | None = None  # how rollout-track episodes are drawn (2: the first call changes state)
+    logged_calls_sha256: str | None = None  # the pool of logged calls the prompts show (--logged-calls), hashed
+    logged_k: int = 0  # how many logged calls of the same tool a prompt shows at most (--logged-k)
 
     def digest(self) -> str:
         """Hash of the settings that change results (not concurrency, timeouts or retries). Fields added
@@ -218,7 +220,11 @@ class EvalConfig:
 
 
 #: Fields added to ``EvalConfig`` after run directories were written, with the value a directory without them holds.
-ADDED_LATER: dict[str, Any] = {"rollout_version": None, "ids_sha256": None, "response_format": "free"}
+ADDED_LATER: dict[str, Any] = {"rollout_version": None, "ids_sha256": None, "response_format": "free",
+                               "logged_calls_sha256": None, "logged_k": 0}
+#: Logged calls of a record's tool to show in its prompt (``evaluation.prompting.logged_calls``), as
+#: ``(call text, answer text)`` pairs.
+ExamplesFor = Callable[[dict[str, Any]], Sequence[tuple[str, str]]]
 ROLLOUT_VERSION = 2
 
 
@@ -301,8 +307,8 @@ def _domain_of(env_id: str) -> str:
 
 
 async def _evaluate_one(record: dict[str, Any], provider: Provider, config: EvalConfig, policy: RetryPolicy,
-                        class_sources: dict[str, str], *, tokenizer: Any = None, domain: str | None = None
-                        ) -> dict[str, Any]:
+                        class_sources: dict[str, str], *, tokenizer: Any = None, domain: str | None = None,
+                        examples: ExamplesFor | None = None) -> dict[str, Any]:
     base = {"id": record["id"], "env": record["env"], "tool": record.get("tool"),
             "domain": domain or _domain_of(record["env"]),
             "stratum": record["stratum"], "delta_size": record["delta_size"], "arg_count": record["arg_count"]}
@@ -312,9 +318,9 @@ async def _evaluate_one(record: dict[str, Any], provider: Provider, config: Eval
         elif builds_prompt_off_loop(record, config.prompt_mode):  # a view's analysis or a stored state's text:
             # seconds at worst, in a worker thread, so the event loop (the other samples' requests) goes on
             messages = await asyncio.get_running_loop().run_in_executor(
-                _prompt_pool(), _build_prompt, record, config, class_sources)
+                _prompt_pool(), _build_prompt, record, config, class_sources, examples)
         else:
-            messages = _build_prompt(record, config, class_sources)
+            messages = _build_prompt(record, config, class_sources, examples)
     except RecursionError as exc:  # the record nests past what EnvSim's own code handles: the record is at fault,
         # and a re-run would fail the same way (a bad record, not an infrastructure failure to retry)
         return {**base, "status": BAD_RECORD, "reason": f"prompt: {type(exc).__name__}: {str(exc)[:200]}",
@@ -389,10 +395,10 @@ def _scoring_pool() -> ThreadPoolExecutor:
     return _SCORING_POOL[0]
 
 
-def _build_prompt(record: dict[str, Any], config: EvalConfig, class_sources: dict[str, str]
-                  ) -> list[dict[str, str]]:
+def _build_prompt(record: dict[str, Any], config: EvalConfig, class_sources: dict[str, str],
+                  examples: ExamplesFor | None = None) -> list[dict[str, str]]:
     return build_messages(record, config.prompt_mode, class_source=class_sources.get(record["env"]),
-                          version=config.prompt_version)
+                          version=config.prompt_version, examples=examples(record) if examples else ())
 
 
 def builds_prompt_off_loop(record: dict[str, Any], mode: str) -> bool:
@@ -457,8 +463,10 @@ async def run_samples(records: Iterable[dict[str, Any]], provider: Provider, con
                       *, concurrency: int = 8, policy: RetryPolicy = RetryPolicy(),
                       class_sources: dict[str, str] | None = None,
                       on_result: Callable[[dict[str, Any]], None] | None = None,
-                      tokenizer: Any = None, keep_rows: bool = True) -> dict[str, dict[str, Any]]:
+                      tokenizer: Any = None, keep_rows: bool = True,
+                      examples: ExamplesFor | None = None) -> dict[str, dict[str, Any]]:
     """Evaluate the records not yet scored in ``run_dir``; append each result as soon as it is known.
+    ``examples``: the logged calls each prompt lists (``--logged-calls``; none by default).
 
     ``records`` is read lazily, one record per free worker (``concurrency`` workers), so a stream of records
     is held only while its samples are in flight. Returns the latest row per sample id, earlier runs' rows
@@ -467,7 +475,7 @@ async def run_samples(records: Iterable[dict[str, Any]], provider: Provider, con
     with lock_run_dir(run_dir):
         return await _run_locked(records, provider, config, run_dir, concurrency=concurrency, policy=policy,
                                  class_sources=class_sources, on_result=on_result, tokenizer=tokenizer,
-                                 keep_rows=keep_rows)
+                                 keep_rows=keep_rows, examples=examples)
 
 
 def scored_ids(path: Path) -> set[str]:
@@ -483,7 +491,8 @@ def scored_ids(path: Path) -> set[str]:
 async def _run_locked(records: Iterable[dict[str, Any]], provider: Provider, config: EvalConfig, run_dir: Path, *,
                       concurrency: int, policy: RetryPolicy, class_sources: dict[str, str] | None,
                       on_result: Callable[[dict[str, Any]], None] | None,
-                      tokenizer: Any, keep_rows: bool = True) -> dict[str, dict[str, Any]]:
+                      tokenizer: Any, keep_rows: bool = True,
+                      examples: ExamplesFor | None = None) -> dict[str, dict[str, Any]]:
     results_path = run_dir / "results.jsonl"
     repair_results(results_path)
     done = read_results(results_path) if keep_rows else {}
@@ -499,7 +508,7 @@ async def _run_locked(records: Iterable[dict[str, Any]], provider: Provider, con
             if env not in domains:
                 domains[env] = _domain_of(env)
             row = await _evaluate_one(record, provider, config, policy, class_sources or {}, tokenizer=tokenizer,
-                                      domain=domains[env])
+                                      domain=domains[env], examples=examples)
             sink.write(_dump_row(row) + "\n")
             sink.flush()
             if keep_rows:

@@ -86,7 +86,8 @@ def run_preflight(options: EvalOptions, urls: list[str], provider: Any | None = 
 
 
 def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) -> Path:
-    """``RUNS_ROOT/<model>-<benchmark>-<split>-<mode>[-pV][-json-schema[-path-first]][-nN][-rollout]``."""
+    """``RUNS_ROOT/<model>-<benchmark>-<split>-<mode>[-pV][-json-schema[-path-first]][-<ids>][-nN][-logged<K>]
+    [-rollout]``."""
     from envsim.evaluation.prompting.prompts import default_prompt_version
 
     return options.runs_root / slug(
@@ -94,6 +95,7 @@ def default_run_dir(options: EvalOptions, bench_name: str, prompt_version: str) 
         + (f"-p{prompt_version}" if prompt_version != default_prompt_version(options.benchmark, options.prompt_mode) else "")
         + (f"-{options.response_format}" if options.response_format != "free" else "")
         + (f"-{Path(options.ids).stem}" if options.ids else "") + (f"-n{options.limit}" if options.limit else "")
+        + (f"-logged{options.logged_k}" if options.logged_calls is not None else "")
         + ("-rollout" if options.track == "rollout" else ""))
 
 
@@ -151,13 +153,16 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
     prompt_version = options.prompt_version or default_prompt_version(options.benchmark, options.prompt_mode)
     token_counter = _explicit_tokenizer(options)  # a broken --tokenizer stops here, before anything is touched
     rollout = options.track == "rollout"
+    logged = _logged_calls(options)
     config = EvalConfig(model=options.model, benchmark=options.benchmark, split=options.split,
                         benchmark_sha256=digest, prompt_mode=options.prompt_mode, prompt_version=prompt_version,
                         base_url=base_url, temperature=options.temperature, max_tokens=options.max_tokens,
                         extra_body=options.extra, response_format=options.response_format, limit=options.limit,
                         ids_sha256=ids_digest, track=options.track,
                         horizon=options.horizon if rollout else 0, episodes=options.episodes if rollout else 0,
-                        rollout_version=ROLLOUT_VERSION if rollout else None)
+                        rollout_version=ROLLOUT_VERSION if rollout else None,
+                        logged_calls_sha256=logged.digest() if logged else None,
+                        logged_k=options.logged_k if logged else 0)
     run_dir = options.run_dir or default_run_dir(options, bench_name, prompt_version)
     if not rollout:  # before anything is sent: a full-state run of large prompts where views exist is told so
         _warn_large_prompts(records, options, prompt_version, token_counter)
@@ -190,7 +195,7 @@ def run_split(options: EvalOptions, *, preflight_done: bool = False) -> EvalSumm
             report = _rollout(records, provider, run_dir, options, prompt_version)
             sample_ids = [str(r["id"]) for r in records]
         else:
-            sample_ids = _single(records, provider, config, run_dir, options, token_counter)
+            sample_ids = _single(records, provider, config, run_dir, options, token_counter, logged)
             if getattr(provider, "name", None) == "executor":  # every miss classified (evaluation/baselines/executor_misses.py)
                 from envsim.evaluation.baselines.executor_misses import record_run_misses
 
@@ -292,8 +297,35 @@ class LazyClassSources:
         return default if found is None else found
 
 
+def _logged_calls(options: EvalOptions) -> Any:
+    """The pool of logged calls of ``--logged-calls`` (``evaluation.prompting.logged_calls``), or None; an unreadable
+    folder or a pool of held-out environments stops the run before anything is sent (``InvalidOption``)."""
+    from envsim.construction.splits import LeakError
+    from envsim.evaluation.errors import InvalidOption
+    from envsim.evaluation.prompting.logged_calls import load_logged_calls
+
+    if options.logged_calls is None:
+        return None
+    try:
+        pool = load_logged_calls(Path(options.logged_calls))
+    except (OSError, ValueError, KeyError, LeakError) as exc:  # LeakError: calls of held-out environments
+        raise InvalidOption("--logged-calls", f"{options.logged_calls}: {exc}") from None
+    options.echo_err(f"logged calls: {pool.size} calls of {len(pool.by_tool)} tools from {options.logged_calls}; "
+                     f"each prompt lists up to {options.logged_k} of its tool's")
+    return pool
+
+
+def _examples_for(logged: Any, options: EvalOptions) -> Any:
+    """The ``examples`` callable of ``run_samples`` for a pool of logged calls (None without one)."""
+    if logged is None:
+        return None
+    from envsim.evaluation.prompting.logged_calls import examples_of
+
+    return lambda record: examples_of(logged.pick(record, options.logged_k))
+
+
 def _single(records: Any, provider: Any, config: Any, run_dir: Path, options: EvalOptions,
-            token_counter: Any) -> list[str]:
+            token_counter: Any, logged: Any = None) -> list[str]:
     """Run the one-step samples with a live progress display; the run's sample ids, in benchmark order."""
     from envsim.evaluation.running.reuse import EvalInterrupted, announcement, count_reuse, record_reuse
     from envsim.evaluation.running.runner import run_samples, scored_ids
@@ -338,7 +370,7 @@ def _single(records: Any, provider: Any, config: Any, run_dir: Path, options: Ev
     try:
         asyncio.run(run_samples(stream(), provider, config, run_dir, concurrency=options.concurrency,
                                 policy=retry_policy(options), tokenizer=token_counter, class_sources=sources,
-                                on_result=on_result, keep_rows=False))
+                                on_result=on_result, keep_rows=False, examples=_examples_for(logged, options)))
     except KeyboardInterrupt:
         bar.close()
         raise EvalInterrupted(run_dir, len(scored_ids(run_dir / "results.jsonl")), len(records)) from None

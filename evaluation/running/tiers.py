@@ -231,6 +231,9 @@ def _run_chained(options: EvalOptions) -> EvalSummary:
     from envsim.evaluation.prompting.prompts import view_problem
 
     run_dir = Path(options.run_dir or ".")
+    if options.logged_calls is not None:  # a chained step's prompt is built from the episode: no logged calls
+        raise BenchmarkUnavailable("the chained tier does not list logged calls (--logged-calls): run the "
+                                   "single-step tiers with it, or this tier without it")
     check = view_problem if options.prompt_mode == "mdp-view" else None  # a step no view can be derived from
     try:
         episodes = evenly_spaced(load_episodes(options.benchmark, options.split, check), options.limit)

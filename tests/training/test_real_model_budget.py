@@ -25,7 +25,7 @@ def script():
 def arguments(work: Path, **changes) -> argparse.Namespace:
     values = {"work": work, "phases": ["fetch", "data", "sft", "null", "sft-eval"], "sft_lr": 1e-3, "sft_epochs": 10.0,
               "sft_batch": 1, "freeze_layers": 8, "sft_threads": 2, "time_check": 8, "budget_min": 150.0,
-              "over_budget": False, "json": None, "recipe": "in-env", "sft_prompt_grad": "full"}
+              "over_budget": False, "json": None, "recipe": "in-env", "sft_prompt_grad": "full", "cutoff": 2048}
     values.update(changes)
     return argparse.Namespace(**values)
 
@@ -188,3 +188,19 @@ def test_an_unreadable_recipe_is_refused_before_any_phase(content, message, tmp_
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
     assert not (tmp_path / "w").exists()
+
+
+def test_a_recipe_that_lists_logged_calls_has_its_trained_models_asked_with_them(script, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    assert script.logged_options(data) == []  # no stats.json yet
+    (data / "stats.json").write_text(json.dumps({"logged_examples": 0}))
+    assert script.logged_options(data) == []
+    (data / "stats.json").write_text(json.dumps({"logged_examples": 3}))
+    assert script.logged_options(data) == ["--logged-calls", str(data), "--logged-k", "3"]
+    args = arguments(tmp_path, eval_limit=100, max_tokens=384, eval_extra="")
+    command = script.eval_command("m", tmp_path / "run", "json-schema", args, "http://127.0.0.1:1/v1",
+                                  data / "heldout.jsonl", script.logged_options(data))
+    at = command.index("--logged-calls")
+    assert command[at:at + 4] == ["--logged-calls", str(data), "--logged-k", "3"]
+    assert "--logged-calls" not in script.eval_command("null", tmp_path / "n", "free", args)
