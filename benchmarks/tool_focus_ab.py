@@ -19,6 +19,7 @@ states of known tools at a fraction of the acceptance run's cost; it is not the 
 - ``tests-examples``: ``tests-no-prompt-grad`` whose prompts (training and held-out) also list up to 3 logged calls
   of the same tool from the arm's training calls, with their answers (``evaluation/prompting/logged_calls.py``),
   under a cutoff of 2,560 tokens (the calls' prompts are 1,614 tokens on average without them).
+- ``tests-16-layers``: ``tests-no-prompt-grad`` with the last 16 of the 30 layers trained instead of 8 (capacity).
 
     python benchmarks/tool_focus_ab.py --model runs/model --work runs/ab-tests          # data, train, eval
     python benchmarks/tool_focus_ab.py --model runs/model --work runs/ab-tests --arms shipped wide --phases eval
@@ -49,7 +50,9 @@ ARMS: dict[str, dict[str, Any]] = {"shipped": {"replace_tests": "none", "scale":
                                    "tests-no-prompt-grad": {"replace_tests": "shown", "scale": 1,
                                                             "prompt_grad": "none"},
                                    "tests-examples": {"replace_tests": "shown", "scale": 1, "prompt_grad": "none",
-                                                      "examples": 3, "cutoff": 2560}}
+                                                      "examples": 3, "cutoff": 2560},
+                                   "tests-16-layers": {"replace_tests": "shown", "scale": 1, "prompt_grad": "none",
+                                                       "layers": 16}}
 BASELINE = "shipped"
 
 
@@ -164,7 +167,8 @@ def train(args: argparse.Namespace) -> None:
                    str(args.work / arm / "data"), "--out", str(args.work / arm / "sft"),
                    "--cutoff", str(ARMS[arm].get("cutoff", 2048)),
                    "--lr", str(args.lr), "--epochs", str(args.epochs / ARMS[arm]["scale"]), "--batch", "1",
-                   "--finetuning", "freeze", "--freeze-layers", "8", "--threads", str(threads),
+                   "--finetuning", "freeze", "--freeze-layers", str(ARMS[arm].get("layers", 8)),
+                   "--threads", str(threads),
                    "--prompt-grad", ARMS[arm].get("prompt_grad", "full")]
         log = open(args.work / arm / "sft.log", "a")
         running[arm] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), log)

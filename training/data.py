@@ -176,8 +176,8 @@ def write_sft_dataset(records: list[dict[str, Any]], out_dir: Path, name: str, p
         kept, tokens = fit_to_cutoff(samples, cutoff, over_cutoff, tokenizer)
         tokens.update(dropped_over_cutoff=first["dropped_over_cutoff"], dropped_ids=first["dropped_ids"],
                       full_chat_before_cutoff=first["full_chat_before_cutoff"])  # none is dropped in the second pass
-        tokens["logged_examples"] = {"k": logged_examples,
-                                     "shown": dict(sorted(Counter(len(s.get("examples", [])) for s in samples).items()))}
+        shown = Counter(len(s.get("examples", [])) for s in samples)
+        tokens["logged_examples"] = {"k": logged_examples, "shown": dict(sorted(shown.items()))}
     tokens["prompt_mode"] = prompt_mode
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl((samples[i] for i in kept), out_dir / f"{name}.jsonl")

@@ -278,7 +278,8 @@ def train_grpo(settings: RLSettings) -> dict[str, Any]:
     log_path.unlink(missing_ok=True)
     args = GRPOConfig(**grpo_arguments(settings))   # before the model: under ZeRO-3 loading is then partitioned
     trainer = GRPOTrainer(model=_policy_model(settings), reward_funcs=reward_functions(log_path), args=args,
-                          train_dataset=Dataset.from_list(rl_rows(records, settings.prompt_mode, settings.prompt_version,
+                          train_dataset=Dataset.from_list(rl_rows(records, settings.prompt_mode,
+                                                                  settings.prompt_version,
                                                                   logged_examples_of(settings.records))),
                           processing_class=tokenizer)
     trainer.train()

@@ -97,7 +97,8 @@ class LoggedCalls:
         if k <= 0:
             return []
         own_id, own_situation = str(record.get("id")), situation_key(record)
-        arguments = {(key, json.dumps(v, sort_keys=True)) for key, v in (record["action"].get("arguments") or {}).items()}
+        asked = record["action"].get("arguments") or {}
+        arguments = {(key, json.dumps(v, sort_keys=True)) for key, v in asked.items()}
         candidates = [c for c in self.by_tool.get((str(record["env"]), str(record["action"]["name"])), [])
                       if c.id != own_id and c.situation != own_situation]
         frequency = Counter(c.shape for c in candidates)

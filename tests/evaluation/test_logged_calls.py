@@ -74,6 +74,9 @@ def test_the_examples_part_sits_before_the_call_and_leaves_the_rest_of_the_promp
     call_at = plain[1]["content"].rindex("Call:\n")
     assert listed[1]["content"] == plain[1]["content"][:call_at] + part + plain[1]["content"][call_at:]
     assert listed[0] == plain[0]
+    from envsim.evaluation.prompting.shown_prompt import read_prompt
+
+    assert read_prompt(listed) == read_prompt(plain)  # the executor baseline reads the same state, code and call
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +191,8 @@ def test_eval_names_the_pool_in_its_config_and_run_dir_and_refuses_a_held_out_po
     assert config["logged_k"] == 2 and config["logged_calls_sha256"] == load_logged_calls(logged_dir).digest()
     plain = CliRunner().invoke(main, base)
     assert plain.exit_code == 0 and len(list((tmp_path / "runs").iterdir())) == 2
+    resumed_without = CliRunner().invoke(main, [*base, "--run-dir", str(run_dir)])
+    assert resumed_without.exit_code != 0 and "logged_calls_sha256" in resumed_without.output
     for held_out in ("airline_seat_map-v1",):  # a v1 test environment: its answers must never reach v1 prompts
         leak = tmp_path / "leak"
         write_sft_dataset(build_pool([held_out], 0, 1, 6, "test"), leak, "in_env", "mdp", version="2", cutoff=8192)

@@ -38,9 +38,12 @@ def test_more_of_the_same_refuses_a_rollout_too_short(ab):
 
 def test_every_arm_names_a_known_target_form(ab):
     from envsim.training.patch_form import REPLACE_TESTS
+    from envsim.training.data import check_logged_examples
     from envsim.training.sft_cpu import PROMPT_GRADS
 
     assert ab.BASELINE in ab.ARMS
     for spec in ab.ARMS.values():
         assert spec["replace_tests"] in REPLACE_TESTS and spec["scale"] >= 1
         assert spec.get("prompt_grad", "full") in PROMPT_GRADS
+        assert spec.get("examples", 0) == 0 or spec.get("cutoff", 2048) > 2048  # logged calls need the room
+        check_logged_examples(spec.get("examples", 0))
