@@ -171,10 +171,9 @@ def eval_command(model: str, run_dir: Path, response_format: str, args: argparse
 def logged_options(data: Path) -> list[str]:
     """``--logged-calls DATA --logged-k K`` when the recipe of ``data`` lists K logged calls in its prompts
     (stats.json's ``logged_examples``), so that a trained model is asked as it was trained; else nothing."""
-    try:
-        k = int(json.loads((data / "stats.json").read_text()).get("logged_examples") or 0)
-    except (OSError, ValueError, TypeError):
-        return []
+    from envsim.evaluation.prompting.logged_calls import recorded_k
+
+    k = recorded_k(data)
     return ["--logged-calls", str(data), "--logged-k", str(k)] if k > 0 else []
 
 

@@ -181,7 +181,7 @@ def train(args: argparse.Namespace) -> None:
 
 def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     """Greedy answers of each arm's model to the held-out calls, scored; WORK/result.json (every decoded arm)."""
-    from envsim.evaluation.prompting.logged_calls import examples_of, load_logged_calls
+    from envsim.evaluation.prompting.logged_calls import load_logged_calls
     from envsim.evaluation.prompting.prompts import build_messages
     from envsim.training.local_eval import generate_answers
     from envsim.training.sft_cpu import read_samples
@@ -194,8 +194,8 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         if kept_answers(args.work / arm / "answers.jsonl", heldout) is None:
             k = ARMS[arm].get("examples", 0)
             pool = load_logged_calls(args.work / arm / "data") if k else None
-            prompts = [build_messages(r, "mdp-view", version="3",
-                                      examples=examples_of(pool.pick(r, k)) if pool else ()) for r in heldout]
+            examples = pool.examples_for(k) if pool else (lambda record: ())
+            prompts = [build_messages(r, "mdp-view", version="3", examples=examples(r)) for r in heldout]
             started = time.monotonic()
             answers = generate_answers(args.work / arm / "sft" / "checkpoints", prompts,
                                        max_new_tokens=args.max_new, batch_size=1)

@@ -216,17 +216,11 @@ def logged_examples_of(records_path: Path) -> Any:
     """The logged calls GRPO's prompts list, as SFT's did: when the records come from an ``envsim train data``
     folder whose recipe set ``logged_examples`` (its ``stats.json``), that many calls of the same tool from the
     folder's samples (``evaluation.prompting.logged_calls``), as a callable of a record; else None."""
-    from envsim.evaluation.prompting.logged_calls import examples_of, load_logged_calls
+    from envsim.evaluation.prompting.logged_calls import load_logged_calls, recorded_k
 
-    stats_path = Path(records_path).parent / "stats.json"
-    try:
-        k = int(json.loads(stats_path.read_text()).get("logged_examples") or 0)
-    except (OSError, ValueError, TypeError, AttributeError):
-        return None
-    if k <= 0:
-        return None
-    pool = load_logged_calls(Path(records_path).parent)
-    return lambda record: examples_of(pool.pick(record, k))
+    folder = Path(records_path).parent
+    k = recorded_k(folder)
+    return load_logged_calls(folder).examples_for(k) if k > 0 else None
 
 
 def _repair_trl_availability_flags() -> None:

@@ -22,10 +22,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 #: The heading of the prompt part; the examples follow it, numbered.
 EXAMPLES_HEADING = ("Logged calls of this tool on other states (what the service answered then; ids and values "
@@ -101,11 +101,10 @@ class LoggedCalls:
         arguments = {(key, json.dumps(v, sort_keys=True)) for key, v in asked.items()}
         candidates = [c for c in self.by_tool.get((str(record["env"]), str(record["action"]["name"])), [])
                       if c.id != own_id and c.situation != own_situation]
-        frequency = Counter(c.shape for c in candidates)
         by_shape: dict[tuple[Any, ...], list[LoggedCall]] = defaultdict(list)
         for call in candidates:
             by_shape[call.shape].append(call)
-        shapes = sorted(by_shape, key=lambda s: (-frequency[s], _digest(list(map(str, s)))))
+        shapes = sorted(by_shape, key=lambda s: (-len(by_shape[s]), _digest(list(map(str, s)))))
         ranked = [sorted(by_shape[s], key=lambda c: (-len(arguments & set(c.arguments)), _digest([own_id, c.id])))
                   for s in shapes]
         picked: list[LoggedCall] = []
@@ -114,6 +113,19 @@ class LoggedCalls:
             picked += [r[depth] for r in ranked if depth < len(r)][:k - len(picked)]
             depth += 1
         return picked
+
+    def examples_for(self, k: int) -> Callable[[dict[str, Any]], list[tuple[str, str]]]:
+        """A record's prompt examples (``examples_of(self.pick(record, k))``), as the runner and GRPO take them."""
+        return lambda record: examples_of(self.pick(record, k))
+
+
+def recorded_k(data_dir: Path) -> int:
+    """How many logged calls the prompts of an ``envsim train data`` folder list (``stats.json``'s
+    ``logged_examples``; 0 when it says nothing or cannot be read)."""
+    try:
+        return int(json.loads((Path(data_dir) / "stats.json").read_text()).get("logged_examples") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0
 
 
 def examples_of(calls: Sequence[LoggedCall]) -> list[tuple[str, str]]:

@@ -315,15 +315,6 @@ def _logged_calls(options: EvalOptions) -> Any:
     return pool
 
 
-def _examples_for(logged: Any, options: EvalOptions) -> Any:
-    """The ``examples`` callable of ``run_samples`` for a pool of logged calls (None without one)."""
-    if logged is None:
-        return None
-    from envsim.evaluation.prompting.logged_calls import examples_of
-
-    return lambda record: examples_of(logged.pick(record, options.logged_k))
-
-
 def _single(records: Any, provider: Any, config: Any, run_dir: Path, options: EvalOptions,
             token_counter: Any, logged: Any = None) -> list[str]:
     """Run the one-step samples with a live progress display; the run's sample ids, in benchmark order."""
@@ -367,10 +358,11 @@ def _single(records: Any, provider: Any, config: Any, run_dir: Path, options: Ev
         bar.set_postfix(**live_rates(counts), infra=counts["infra"], **fleet, refresh=False)
         bar.update(1)  # redraws at the bar's own pace (tqdm: mininterval), with the latest rates
 
+    examples = logged.examples_for(options.logged_k) if logged else None
     try:
         asyncio.run(run_samples(stream(), provider, config, run_dir, concurrency=options.concurrency,
                                 policy=retry_policy(options), tokenizer=token_counter, class_sources=sources,
-                                on_result=on_result, keep_rows=False, examples=_examples_for(logged, options)))
+                                on_result=on_result, keep_rows=False, examples=examples))
     except KeyboardInterrupt:
         bar.close()
         raise EvalInterrupted(run_dir, len(scored_ids(run_dir / "results.jsonl")), len(records)) from None
