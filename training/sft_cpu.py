@@ -439,7 +439,7 @@ def train_sft_cpu(settings: CPUSFTSettings, echo: Callable[[str], None] | None =
     last_epoch = [r for r in history if r["samples_seen"] > seen - len(samples)]
     summary = {"samples": len(samples), "samples_seen": seen, "steps": steps, "threads": threads,
                "precision": precision, "prompt_grad": settings.prompt_grad,
-               "cache_seconds": round(cache_seconds, 1), "train_seconds": round(time.monotonic() - train_started, 1),
+               "cache_seconds": round(cache_seconds, 3), "train_seconds": round(time.monotonic() - train_started, 3),
                "seconds_per_sample": round((time.monotonic() - train_started) / max(seen, 1), 2),
                "final_loss": history[-1]["loss"],
                "last_epoch_greedy_exact": sum(r["greedy_exact"] for r in last_epoch) / max(len(last_epoch), 1),

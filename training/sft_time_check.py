@@ -63,8 +63,8 @@ def time_check(settings: CPUSFTSettings, samples: int = 8,
         shutil.rmtree(scratch, ignore_errors=True)
     measured = {"samples": summary["samples"], "tokens": sum(lengths[:summary["samples"]]),
                 "cache_s": summary["cache_seconds"], "train_s": summary["train_seconds"],
-                "fixed_s": round(max(wall - summary["cache_seconds"] - summary["train_seconds"], 0.0), 1),
-                "wall_s": round(wall, 1), "precision": summary["precision"], "threads": summary["threads"]}
+                "fixed_s": round(max(wall - summary["cache_seconds"] - summary["train_seconds"], 0.0), 3),
+                "wall_s": round(wall, 3), "precision": summary["precision"], "threads": summary["threads"]}
     run = {"samples": len(raw), "tokens": sum(lengths), "epochs": settings.epochs,
            "samples_seen": max(1, round(len(raw) * settings.epochs))}
     result = {"measured": measured, "run": run, "projected": project(measured, run["tokens"], settings.epochs),
