@@ -20,6 +20,10 @@ states of known tools at a fraction of the acceptance run's cost; it is not the 
   of the same tool from the arm's training calls, with their answers (``evaluation/prompting/logged_calls.py``),
   under a cutoff of 2,560 tokens (the calls' prompts are 1,614 tokens on average without them).
 - ``tests-16-layers``: ``tests-no-prompt-grad`` with the last 16 of the 30 layers trained instead of 8 (capacity).
+- ``read-keys``: ``tests-no-prompt-grad`` whose targets first test each value the call looked up and used as a key
+  (``replace_tests: shown+read-keys``, ``training/read_tests.py``: the voter's precinct and party before the tallies).
+- ``reads``: the same with a test of every scalar the call read by key (``replace_tests: shown+reads``).
+  Both under a cutoff of 2,304 tokens: the longer answers put one of the 123 calls over 2,048.
 
     python benchmarks/tool_focus_ab.py --model runs/model --work runs/ab-tests          # data, train, eval
     python benchmarks/tool_focus_ab.py --model runs/model --work runs/ab-tests --arms shipped wide --phases eval
@@ -52,7 +56,11 @@ ARMS: dict[str, dict[str, Any]] = {"shipped": {"replace_tests": "none", "scale":
                                    "tests-examples": {"replace_tests": "shown", "scale": 1, "prompt_grad": "none",
                                                       "examples": 3, "cutoff": 2560},
                                    "tests-16-layers": {"replace_tests": "shown", "scale": 1, "prompt_grad": "none",
-                                                       "layers": 16}}
+                                                       "layers": 16},
+                                   "read-keys": {"replace_tests": "shown+read-keys", "scale": 1,
+                                                 "prompt_grad": "none", "cutoff": 2304},
+                                   "reads": {"replace_tests": "shown+reads", "scale": 1, "prompt_grad": "none",
+                                             "cutoff": 2304}}
 BASELINE = "shipped"
 
 

@@ -24,6 +24,11 @@ prompt right before it writes the new one, in the answer's own text. A test chan
 the same next state, and every RFC 6902 implementation applies it (a wrong old value makes the patch fail, as
 a wrong new value would fail CM). A value the prompt does not show (outside the view) gets no test: the model
 could not copy it.
+
+``replace_tests="shown+read-keys"`` also starts the patch with a test of each value the call looked up and then
+used as a key (the voter's precinct and party before the tally at ``/precincts/<precinct>/tally/<party>`` changes;
+``training/read_tests.py``), ``"shown+reads"`` with a test of every scalar it read by key; both only where the
+prompt shows the value, and a later replace test of a value already tested up front is left out.
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ APPEND_FORMS: tuple[str, ...] = ("index", "dash")
 #: The order of an SFT target operation's keys: ``op-first`` as stored (``op``, ``path``, ...), ``path-first``.
 KEY_ORDERS: tuple[str, ...] = ("op-first", "path-first")
 #: Whether an SFT target tests the old value of a replaced scalar first: ``none`` (as stored), ``shown``.
-REPLACE_TESTS: tuple[str, ...] = ("none", "shown")
+#: ``shown+read-keys`` / ``shown+reads``: ``shown``, after tests of the values the call reads first (its hops / all).
+REPLACE_TESTS: tuple[str, ...] = ("none", "shown", "shown+read-keys", "shown+reads")
 
 _PATCH_ERRORS = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError, IndexError, TypeError,
                  ValueError, AttributeError)
@@ -185,6 +191,54 @@ def target_patch(record: dict[str, Any], form: str = "index", key_order: str = "
     check_append_form(form)
     patch = list(record.get("patch") or [])
     patch = patch if form == "index" else dash_appends(record["state"], patch)
-    if check_replace_tests(replace_tests) == "shown":
-        patch = with_replace_tests(record["state"], record["state"] if shown is None else shown, patch)
+    if check_replace_tests(replace_tests) != "none":
+        shown = record["state"] if shown is None else shown
+        patch = with_replace_tests(record["state"], shown, patch)
+        if replace_tests != "shown":
+            patch = with_read_tests(record, shown, patch, keys_only=replace_tests == "shown+read-keys")
     return order_keys(patch, key_order)
+
+
+def with_read_tests(record: dict[str, Any], shown: Any, patch: list[Any], keys_only: bool) -> list[Any]:
+    """``patch`` after a ``test`` of each value ``record``'s call reads by key (``keys_only``: the values it used
+    as keys) that ``shown`` holds, without the later tests those make redundant; ``patch`` where there is none,
+    the environment is unknown here, or the tested patch would not give the same next state."""
+    from envsim.envs.registry import get_env
+    from envsim.training.read_tests import call_reads
+
+    try:
+        env_class = get_env(record["env"])
+    except (KeyError, ValueError):
+        return list(patch)
+    reads = [(path, value) for path, value in call_reads(env_class, record["state"], record["action"], keys_only)
+             if (seen := _value_at(shown, path)) is not None and same_json(seen[0], value)]
+    if not reads:
+        return list(patch)
+    tested = without_repeated_tests([{"op": "test", "path": path, "value": value} for path, value in reads]
+                                    + list(patch))
+    try:
+        same = same_json(jsonpatch.apply_patch(record["state"], tested, in_place=False),
+                         jsonpatch.apply_patch(record["state"], list(patch), in_place=False))
+    except _PATCH_ERRORS:
+        return list(patch)
+    return tested if same else list(patch)
+
+
+def without_repeated_tests(patch: list[Any]) -> list[Any]:
+    """``patch`` without each ``test`` of a path and value already tested with nothing written there since."""
+    tested: dict[str, Any] = {}
+    kept: list[Any] = []
+    for op in patch:
+        if not isinstance(op, dict) or not isinstance(op.get("path"), str):
+            kept.append(op)
+            continue
+        if op.get("op") == "test":
+            if op["path"] in tested and same_json(tested[op["path"]], op.get("value")):
+                continue
+            tested[op["path"]] = op.get("value")
+        else:
+            touched = [p for p in (op["path"], op.get("from")) if isinstance(p, str)]
+            tested = {p: v for p, v in tested.items()
+                      if not any(p == t or p.startswith(t + "/") or t.startswith(p + "/") for t in touched)}
+        kept.append(op)
+    return kept
