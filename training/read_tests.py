@@ -9,13 +9,14 @@ them into its own answer before it writes the paths that depend on them: a scrat
 implementation applies and that changes nothing (a wrong copied value makes the patch fail, as it should).
 
 ``call_reads`` runs the call on a copy of the state whose dicts and lists log each key lookup (``d[k]``,
-``d.get(k)``, ``l[i]``, each scalar item of a loop over a list) and each write. A value counts as read by key when every step from the state's top to it
-was a lookup by key or index (a scan of a dict with ``.values()``, ``.items()`` or a loop over its keys reads many records and names none);
-it is a scalar (not an object or list) that nothing in the call had written before the read; and it equals the
-value the state holds at that path (checked after the call). ``keys_only`` keeps the reads whose value a later
-lookup used as its key (the hops: the voter's precinct and party above), the rest are the values a tool computes
-with (a counter before ``+= 1``) or checks (a status). Only in-process ``Environment`` classes are traced;
-an environment whose calls run elsewhere (a sandboxed adapter) yields no reads.
+``d.get(k)``, ``l[i]``, each scalar item of a loop over a list) and each write. A value counts as read by key when
+every step from the state's top to it was a lookup by key or index (a scan of a dict with ``.values()``,
+``.items()`` or a loop over its keys reads many records and names none); it is a scalar (not an object or list)
+that nothing in the call had written before the read; and it equals the value the state holds at that path
+(checked after the call). ``keys_only`` keeps the reads whose value a later lookup used as its key (the hops: the
+voter's precinct and party above), the rest are the values a tool computes with (a counter before ``+= 1``) or
+checks (a status). Only in-process ``Environment`` classes are traced; an environment whose calls run elsewhere
+(a sandboxed adapter) yields no reads.
 """
 
 from __future__ import annotations
