@@ -21,7 +21,7 @@ states of known tools at a fraction of the acceptance run's cost; it is not the 
   under a cutoff of 2,560 tokens (the calls' prompts are 1,614 tokens on average without them).
 - ``tests-16-layers``: ``tests-no-prompt-grad`` with the last 16 of the 30 layers trained instead of 8 (capacity).
 - ``read-keys``: ``tests-no-prompt-grad`` whose targets first test each value the call looked up and used as a key
-  (``replace_tests: shown+read-keys``, ``training/read_tests.py``: the voter's precinct and party before the tallies).
+  (``replace_tests: shown+read-keys``, ``training/call_trace.py``: the voter's precinct and party before the tallies).
 - ``reads``: the same with a test of every scalar the call read by key (``replace_tests: shown+reads``).
   Both under a cutoff of 2,304 tokens: the longer answers put one of the 123 calls over 2,048.
 

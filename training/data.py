@@ -29,7 +29,8 @@ from envsim.envs.shown import class_source
 from envsim.evaluation.prompting.prompts import (LATEST_PROMPT_VERSION, PROMPT_VERSION, build_messages, check_version,
                                        target_answer)
 from envsim.safe_files import write_json
-from envsim.training.patch_form import check_append_form, check_key_order, check_replace_tests, target_patch
+from envsim.training.patch_form import (check_append_form, check_key_order, check_op_order, check_replace_tests,
+                                        target_patch)
 from envsim.training.sft import SFTSettings
 
 #: The SFT recipe's ``cutoff_len``: longer samples would be truncated by LLaMA-Factory.
@@ -55,18 +56,21 @@ def load_recipe(source: str | Path | None) -> dict[str, Any]:
 def sft_sample(record: dict[str, Any], prompt_mode: str, rationale: Callable[[dict[str, Any]], str] | None = None,
                class_sources: dict[str, str] | None = None, version: str = LATEST_PROMPT_VERSION,
                append_form: str = "index", key_order: str = "op-first",
-               replace_tests: str = "none", examples: Sequence[Any] = ()) -> dict[str, Any]:
+               replace_tests: str = "none", examples: Sequence[Any] = (), *,
+               op_order: str = "stored") -> dict[str, Any]:
     """One chat sample: the evaluation prompt and the exact answer (optionally after a rationale); the answer's
     patch writes appends in ``append_form`` (``training.patch_form``: ``index`` as stored, ``dash`` as ``/-``),
     tests the old value of each replaced scalar the prompt shows when ``replace_tests`` is ``shown``, and writes
-    each operation's keys in ``key_order`` (``op-first`` as stored, ``path-first``). ``examples``: logged calls
+    each operation's keys in ``key_order`` (``op-first`` as stored, ``path-first``), its operations in ``op_order``
+    (``stored``: sorted by path, ``writes``: the call's write order). ``examples``: logged calls
     (``evaluation.prompting.logged_calls.LoggedCall``) the prompt lists; their ids go into the sample."""
     from envsim.evaluation.prompting.logged_calls import examples_of
 
     messages = build_messages(record, prompt_mode, class_source=(class_sources or {}).get(record["env"]),
                               version=version, examples=examples_of(examples))
     shown = prompt_shown_state(record, prompt_mode) if replace_tests != "none" else None
-    answer = target_answer({**record, "patch": target_patch(record, append_form, key_order, replace_tests, shown)},
+    answer = target_answer({**record, "patch": target_patch(record, append_form, key_order, replace_tests, shown,
+                                                                     op_order)},
                            version)
     if rationale is not None:
         answer = rationale(record).rstrip() + "\n\n" + answer
@@ -148,12 +152,12 @@ def write_sft_dataset(records: list[dict[str, Any]], out_dir: Path, name: str, p
                       class_sources: dict[str, str] | None = None, *, version: str = LATEST_PROMPT_VERSION,
                       cutoff: int = SFT_CUTOFF, over_cutoff: str = "drop",
                       tokenizer: Any = None, append_form: str = "index",
-                      key_order: str = "op-first", replace_tests: str = "none",
+                      key_order: str = "op-first", replace_tests: str = "none", op_order: str = "stored",
                       logged_examples: int = 0) -> tuple[str, dict[str, Any]]:
     """Write ``<name>.jsonl`` (chat samples), ``<name>.records.jsonl`` and ``dataset_info.json``.
-    ``append_form`` / ``key_order`` / ``replace_tests``: how the targets write appends, order an operation's keys
-    and test replaced values (``sft_sample``). ``logged_examples``: each prompt lists up to that many other
-    samples of the same tool as logged calls (``with_logged_examples``).
+    ``append_form`` / ``key_order`` / ``replace_tests`` / ``op_order``: how the targets write appends, order an
+    operation's keys, test values and order the operations (``sft_sample``). ``logged_examples``: each prompt
+    lists up to that many other samples of the same tool as logged calls (``with_logged_examples``).
 
     Samples over ``cutoff`` tokens are dropped from both files or refused (``fit_to_cutoff``);
     refusing writes nothing. Records of large-state environments keep their states once under
@@ -164,14 +168,15 @@ def write_sft_dataset(records: list[dict[str, Any]], out_dir: Path, name: str, p
 
     name = name.replace("-", "_")
     version = check_version(version)
-    samples = [sft_sample(r, prompt_mode, rationale, class_sources, version, append_form, key_order, replace_tests)
-               for r in records]
+    samples = [sft_sample(r, prompt_mode, rationale, class_sources, version, append_form, key_order, replace_tests,
+                          op_order=op_order) for r in records]
     kept, tokens = fit_to_cutoff(samples, cutoff, over_cutoff, tokenizer)
     if logged_examples:  # the samples that fit without logged calls are the log; each lists what still fits
         records, samples = [records[i] for i in kept], [samples[i] for i in kept]
         samples = with_logged_examples(records, samples, logged_examples, cutoff, tokenizer,
                                        lambda r, ex: sft_sample(r, prompt_mode, rationale, class_sources, version,
-                                                                append_form, key_order, replace_tests, ex))
+                                                                append_form, key_order, replace_tests, ex,
+                                                                op_order=op_order))
         first = tokens
         kept, tokens = fit_to_cutoff(samples, cutoff, over_cutoff, tokenizer)
         tokens.update(dropped_over_cutoff=first["dropped_over_cutoff"], dropped_ids=first["dropped_ids"],
@@ -256,6 +261,7 @@ def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1"
     append_form = check_append_form(recipe.get("append_form", "index"))  # before the rollout, not after it
     key_order = check_key_order(recipe.get("patch_key_order", "op-first"))
     replace_tests = check_replace_tests(recipe.get("replace_tests", "none"))
+    op_order = check_op_order(recipe.get("patch_op_order", "stored"))
     logged_examples = check_logged_examples(recipe.get("logged_examples", 0))
     pool, records = recipe_records(recipe, version=version, workers=workers, progress=progress, env_ids=env_ids)
     mode = recipe.get("prompt_mode", "mdp")
@@ -269,13 +275,14 @@ def build_sft_data(recipe: dict[str, Any], out_dir: Path, *, version: str = "v1"
     name, tokens = write_sft_dataset(records, out_dir, recipe.get("name", "envsim_sft"), mode, trace, sources,
                                    version=prompt_version, cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=tokenizer,
                                    append_form=append_form, key_order=key_order, replace_tests=replace_tests,
+                                   op_order=op_order,
                                    logged_examples=logged_examples)
     dropped = set(tokens["dropped_ids"])
     records = [r for r in records if r["id"] not in dropped]
     stats = {"name": name, "samples": len(records), "environments": len({r["env"] for r in records}),
              "pool": len(pool), "prompt_mode": mode, "prompt_version": prompt_version, "rationales": rationales,
              "append_form": append_form, "patch_key_order": key_order, "replace_tests": replace_tests,
-             "logged_examples": logged_examples,
+             "patch_op_order": op_order, "logged_examples": logged_examples,
              "dash_appends": sum(target_patch(r, append_form) != list(r.get("patch") or []) for r in records),
              "cutoff": cutoff, "dropped_over_cutoff": len(dropped),
              "by_stratum": {s: sum(r["stratum"] == s for r in records)

@@ -36,12 +36,13 @@ def build_own_env_data(env_ids: Sequence[str], recipe: dict[str, Any], out_dir: 
     from envsim.envs.sandbox import trust_target
     from envsim.evaluation.prompting.prompts import LATEST_PROMPT_VERSION, VIEW_PROMPT_VERSION, check_version
     from envsim.training.data import write_sft_dataset
-    from envsim.training.patch_form import check_append_form, check_key_order, check_replace_tests
+    from envsim.training.patch_form import check_append_form, check_key_order, check_op_order, check_replace_tests
     from envsim.training.shortfall import shortfall_report
 
     append_form = check_append_form(recipe.get("append_form", "index"))  # before the rollout
     key_order = check_key_order(recipe.get("patch_key_order", "op-first"))
     replace_tests = check_replace_tests(recipe.get("replace_tests", "none"))
+    op_order = check_op_order(recipe.get("patch_op_order", "stored"))
     rollout = recipe.get("rollout", {})
     seed, episodes, steps = rollout.get("seed", 11), rollout.get("episodes", 8), rollout.get("steps", 40)
     pool: list[dict[str, Any]] = []
@@ -71,7 +72,8 @@ def build_own_env_data(env_ids: Sequence[str], recipe: dict[str, Any], out_dir: 
         mode = recipe.get("prompt_mode", "mdp")
     name, tokens = write_sft_dataset(records, out_dir, recipe.get("name", "own_env_sft"), mode, version=version,
                                      cutoff=cutoff, over_cutoff=over_cutoff, tokenizer=tokenizer,
-                                     append_form=append_form, key_order=key_order, replace_tests=replace_tests)
+                                     append_form=append_form, key_order=key_order, replace_tests=replace_tests,
+                                     op_order=op_order)
     dropped = set(tokens["dropped_ids"])
     kept = [r for r in records if r["id"] not in dropped]
     if not kept:
@@ -84,6 +86,7 @@ def build_own_env_data(env_ids: Sequence[str], recipe: dict[str, Any], out_dir: 
              "split_policy": "explorer episodes disjoint from the test split (construction.own_env)",
              "prompt_mode": mode, "prompt_version": version, "states_stored_once": large, "rationales": False,
              "append_form": append_form, "patch_key_order": key_order, "replace_tests": replace_tests,
+             "patch_op_order": op_order,
              "cutoff": cutoff, "dropped_over_cutoff": len(dropped),
              "by_stratum": {s: sum(r["stratum"] == s for r in kept) for s in STRATA}, "tokens": tokens}
     report = shortfall_report(asked, len(kept), cells=short, over_cutoff=len(dropped), cutoff=cutoff,

@@ -27,7 +27,7 @@ could not copy it.
 
 ``replace_tests="shown+read-keys"`` also starts the patch with a test of each value the call looked up and then
 used as a key (the voter's precinct and party before the tally at ``/precincts/<precinct>/tally/<party>`` changes;
-``training/read_tests.py``), ``"shown+reads"`` with a test of every scalar it read by key; both only where the
+``training/call_trace.py``), ``"shown+reads"`` with a test of every scalar it read by key; both only where the
 prompt shows the value, and a later replace test of a value already tested up front is left out.
 """
 
@@ -47,6 +47,9 @@ APPEND_FORMS: tuple[str, ...] = ("index", "dash")
 #: The order of an SFT target operation's keys: ``op-first`` as stored (``op``, ``path``, ...), ``path-first``.
 KEY_ORDERS: tuple[str, ...] = ("op-first", "path-first")
 #: Whether an SFT target tests the old value of a replaced scalar first: ``none`` (as stored), ``shown``.
+#: The order of an SFT target's operations: ``stored`` (sorted by path, as construction stores them) or ``writes``
+#: (the order the call first wrote each path, ``training/call_trace.py``).
+OP_ORDERS: tuple[str, ...] = ("stored", "writes")
 #: ``shown+read-keys`` / ``shown+reads``: ``shown``, after tests of the values the call reads first (its hops / all).
 REPLACE_TESTS: tuple[str, ...] = ("none", "shown", "shown+read-keys", "shown+reads")
 
@@ -104,6 +107,13 @@ def check_key_order(order: Any) -> str:
     """``order`` when it is one of ``KEY_ORDERS``; a ``ValueError`` naming them otherwise."""
     if order not in KEY_ORDERS:
         raise ValueError(f"patch_key_order must be one of {', '.join(KEY_ORDERS)}, not {order!r}")
+    return order
+
+
+def check_op_order(order: Any) -> str:
+    """``order`` when it is one of ``OP_ORDERS``; a ``ValueError`` naming them otherwise."""
+    if order not in OP_ORDERS:
+        raise ValueError(f"patch_op_order must be one of {', '.join(OP_ORDERS)}, not {order!r}")
     return order
 
 
@@ -183,13 +193,51 @@ def order_keys(patch: list[Any], order: str) -> list[Any]:
             if isinstance(op, dict) else op for op in patch]
 
 
+def in_write_order(record: dict[str, Any], patch: list[Any]) -> list[Any]:
+    """``patch`` (as stored, list indices explicit) with its operations in the order ``record``'s call first wrote
+    each path (an operation under or over a written path takes that write's place; one the trace does not name
+    goes last; ties keep their stored order); ``patch`` where the call cannot be traced here or the reordered
+    patch would not give the same next state."""
+    from envsim.envs.registry import get_env
+    from envsim.training.call_trace import call_writes
+
+    if len(patch) < 2:
+        return list(patch)
+    try:
+        writes = call_writes(get_env(record["env"]), record["state"], record["action"])
+    except (KeyError, ValueError):
+        return list(patch)
+
+    def first_write(op: Any) -> int:
+        path = op.get("path") if isinstance(op, dict) else None
+        if isinstance(path, str):
+            for n, written in enumerate(writes):
+                if path == written or path.startswith(written + "/") or written.startswith(path + "/"):
+                    return n
+        return len(writes)
+
+    ordered = sorted(patch, key=first_write)
+    if ordered == list(patch):
+        return ordered
+    try:
+        same = same_json(jsonpatch.apply_patch(record["state"], ordered, in_place=False),
+                         jsonpatch.apply_patch(record["state"], list(patch), in_place=False))
+    except _PATCH_ERRORS:
+        return list(patch)
+    return ordered if same else list(patch)
+
+
 def target_patch(record: dict[str, Any], form: str = "index", key_order: str = "op-first",
-                 replace_tests: str = "none", shown: Any = None) -> list[Any]:
-    """The patch an SFT target gives for ``record``: appends in ``form`` (``index``: as stored), with a test of
-    each replaced scalar ``shown`` holds when ``replace_tests`` is ``shown`` (``shown``: what the prompt shows of
-    the state, the whole state when None), each operation's keys in ``key_order`` (``op-first``: as stored)."""
+                 replace_tests: str = "none", shown: Any = None, op_order: str = "stored") -> list[Any]:
+    """The patch an SFT target gives for ``record``: its operations in ``op_order`` (``stored``: sorted by path;
+    ``writes``: the call's write order), appends in ``form`` (``index``: as stored), with a test of each replaced
+    scalar ``shown`` holds when ``replace_tests`` is ``shown`` (``shown``: what the prompt shows of the state, the
+    whole state when None; ``shown+read-keys`` / ``shown+reads`` also test the values the call reads first), each
+    operation's keys in ``key_order`` (``op-first``: as stored)."""
     check_append_form(form)
     patch = list(record.get("patch") or [])
+    if check_op_order(op_order) == "writes":
+        patch = in_write_order(record, patch)
     patch = patch if form == "index" else dash_appends(record["state"], patch)
     if check_replace_tests(replace_tests) != "none":
         shown = record["state"] if shown is None else shown
@@ -204,7 +252,7 @@ def with_read_tests(record: dict[str, Any], shown: Any, patch: list[Any], keys_o
     as keys) that ``shown`` holds, without the later tests those make redundant; ``patch`` where there is none,
     the environment is unknown here, or the tested patch would not give the same next state."""
     from envsim.envs.registry import get_env
-    from envsim.training.read_tests import call_reads
+    from envsim.training.call_trace import call_reads
 
     try:
         env_class = get_env(record["env"])

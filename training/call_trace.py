@@ -1,4 +1,5 @@
-"""The values a call reads from its state by key, as RFC 6902 ``test`` operations an SFT target can start with.
+"""What a call reads from its state by key and where it writes, in order: the tests an SFT target can start with
+and the order its patch can follow.
 
 A tool's effect often depends on values it looks up on the way: ``update_registration(voter_id, ...)`` reads the
 voter's current precinct and party, then decrements the tally at ``/precincts/<that precinct>/tally/<that party>``.
@@ -17,6 +18,12 @@ that nothing in the call had written before the read; and it equals the value th
 voter's precinct and party above), the rest are the values a tool computes with (a counter before ``+= 1``) or
 checks (a status). Only in-process ``Environment`` classes are traced; an environment whose calls run elsewhere
 (a sandboxed adapter) yields no reads.
+
+``call_writes`` gives the pointers the call wrote, in the order it first wrote each. Construction sorts a patch by
+path (``compute_delta``), so the two tallies ``update_registration`` changes come in the order of their precinct
+ids: the old precinct's decrement first for one voter and the new one's increment first for the next. A target in
+the call's own write order (``patch_op_order: "writes"``, ``training/patch_form.py``) is one procedure for every
+call of a tool: the old tally, the voter, the new tally.
 """
 
 from __future__ import annotations
@@ -26,10 +33,6 @@ from functools import lru_cache
 from typing import Any
 
 from envsim.delta import pointer
-
-#: Which reads a target tests first (``training/patch_form.py``): the hops only, or every scalar read by key.
-READ_KINDS: tuple[str, ...] = ("keys", "all")
-
 
 class _Log:
     """What one call read and wrote, in order."""
@@ -191,17 +194,16 @@ def _resolve(doc: Any, path: str) -> tuple[bool, Any]:
         return False, None
 
 
-def call_reads(env_class: type, state: dict[str, Any], action: Any, keys_only: bool = False) -> list[tuple[str, Any]]:
-    """``(pointer, value)`` of each scalar the call ``action`` reads by key from ``state``, first reads first, each
-    pointer once; with ``keys_only``, the reads whose value a later lookup used as its key. Empty for a class
-    whose calls do not run in this process (``run_call`` overridden) or a call that does not run."""
+def trace_call(env_class: type, state: dict[str, Any], action: Any) -> "_Log | None":
+    """Run ``action`` on a traced copy of ``state``: what it read and wrote, in order. None for a class whose calls
+    do not run in this process (``run_call`` overridden) or a call that does not run."""
     from envsim.envs.base import Environment
     from envsim.envs.sandbox.calling import call_tool
     from envsim.records import Action
 
     if not (isinstance(env_class, type) and issubclass(env_class, Environment)) \
             or env_class.run_call.__func__ is not Environment.run_call.__func__:
-        return []
+        return None
     log = _Log()
     traced = _traced_class(env_class)
     env = traced.__new__(traced)
@@ -211,6 +213,16 @@ def call_reads(env_class: type, state: dict[str, Any], action: Any, keys_only: b
     try:
         call_tool(env, Action.from_json(action))
     except Exception:  # noqa: BLE001 - a call that does not run reads nothing we can vouch for
+        return None
+    return log
+
+
+def call_reads(env_class: type, state: dict[str, Any], action: Any, keys_only: bool = False) -> list[tuple[str, Any]]:
+    """``(pointer, value)`` of each scalar the call ``action`` reads by key from ``state``, first reads first, each
+    pointer once; with ``keys_only``, the reads whose value a later lookup used as its key. Empty where
+    ``trace_call`` gives None."""
+    log = trace_call(env_class, state, action)
+    if log is None:
         return []
     seen: set[str] = set()
     reads = []
@@ -224,3 +236,10 @@ def call_reads(env_class: type, state: dict[str, Any], action: Any, keys_only: b
             seen.add(path)
             reads.append((path, value))
     return reads
+
+
+def call_writes(env_class: type, state: dict[str, Any], action: Any) -> list[str]:
+    """The pointers the call ``action`` writes in ``state`` (a key set or deleted, a list changed: the list's
+    pointer), in the order it first writes each; empty where ``trace_call`` gives None."""
+    log = trace_call(env_class, state, action)
+    return list(dict.fromkeys(log.written)) if log is not None else []

@@ -1,5 +1,6 @@
-"""The values a call reads by key (``training.read_tests``) and the SFT targets that test them first
-(``replace_tests: shown+read-keys`` / ``shown+reads``, ``training.patch_form``)."""
+"""What a call reads by key and writes, in order (``training.call_trace``), and the SFT targets that test the reads
+first (``replace_tests: shown+read-keys`` / ``shown+reads``) and follow the writes' order (``patch_op_order:
+writes``, ``training.patch_form``)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import copy
 from typing import Any
 
 import jsonpatch
+import pytest
 
 from envsim.delta import compute_delta, same_json
 from envsim.envs import Environment, ToolError, tool
 from envsim.envs.registry import get_env
 from envsim.records import Action
-from envsim.training.patch_form import target_patch, without_repeated_tests
-from envsim.training.read_tests import call_reads
+from envsim.training.call_trace import call_reads, call_writes
+from envsim.training.patch_form import check_op_order, in_write_order, target_patch, without_repeated_tests
 
 
 class Lending(Environment):
@@ -186,3 +188,36 @@ def test_a_repeated_test_is_left_out_until_its_path_is_written() -> None:
              {"op": "test", "path": "/b/c", "value": 0}, {"op": "remove", "path": "/b"},
              {"op": "test", "path": "/b/c", "value": 0}]
     assert without_repeated_tests(patch) == [patch[0], patch[2], patch[3], patch[4], patch[5], patch[6]]
+
+
+def test_the_writes_of_a_call_come_in_the_order_it_made_them() -> None:
+    assert call_writes(Lending, STATE, {"name": "borrow", "arguments": {"member_id": "M1"}}) == [
+        "/branches/north/by_genre/poetry", "/loans_made"]
+    assert call_writes(Lending, STATE, {"name": "close_member", "arguments": {"member_id": "M2"}}) == ["/members/M2"]
+    assert call_writes(Lending, STATE, {"name": "borrow", "arguments": {"member_id": "M9"}}) == []
+
+
+def test_write_order_targets_decrement_the_old_tally_then_the_voter_then_the_new_tally() -> None:
+    record = _voter_record()
+    voter, old = record["voter"], record["old"]
+    new_precinct, new_party = record["action"]["arguments"]["precinct_id"], record["action"]["arguments"]["party"]
+    ordered = in_write_order(record, record["patch"])
+    assert [op["path"] for op in ordered] == [f"/precincts/{old['precinct_id']}/tally/{old['party']}",
+                                              f"/voters/{voter}/precinct_id", f"/voters/{voter}/party",
+                                              f"/precincts/{new_precinct}/tally/{new_party}"]
+    assert sorted(ordered, key=lambda op: op["path"]) == sorted(record["patch"], key=lambda op: op["path"])
+    target = target_patch(record, "dash", "op-first", "shown+read-keys", None, "writes")
+    assert [op["op"] for op in target] == ["test", "test", "test", "replace", "replace", "replace", "test", "replace"]
+    assert same_json(jsonpatch.apply_patch(record["state"], target), record["next_state"])
+    assert target_patch(record, "dash", "op-first", "none", None, "writes") == ordered
+
+
+def test_a_reorder_that_would_change_the_next_state_keeps_the_stored_order() -> None:
+    record = {"env": "lending_fixture_unknown-v1", "state": STATE, "action": {"name": "borrow", "arguments": {}},
+              "patch": [{"op": "replace", "path": "/loans_made", "value": 8},
+                        {"op": "replace", "path": "/branches/north/by_genre/poetry", "value": 4}]}
+    assert in_write_order(record, record["patch"]) == record["patch"]  # the environment is not known here
+    appends = [{"op": "add", "path": "/shelf/2", "value": []}, {"op": "add", "path": "/shelf/3", "value": ["B9"]}]
+    assert in_write_order({**record, "env": "voter_registration-v1"}, appends) == appends
+    with pytest.raises(ValueError, match="patch_op_order must be one of stored, writes"):
+        check_op_order("sorted")
