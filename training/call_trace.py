@@ -34,6 +34,7 @@ from typing import Any
 
 from envsim.delta import pointer
 
+
 class _Log:
     """What one call read and wrote, in order."""
 
@@ -205,14 +206,14 @@ def trace_call(env_class: type, state: dict[str, Any], action: Any) -> "_Log | N
             or env_class.run_call.__func__ is not Environment.run_call.__func__:
         return None
     log = _Log()
-    traced = _traced_class(env_class)
-    env = traced.__new__(traced)
-    object.__setattr__(env, "_read_log", log)
-    for key, value in copy.deepcopy(state).items():
-        object.__setattr__(env, key, _tracked(value, pointer([key]), log))
     try:
+        traced = _traced_class(env_class)
+        env = traced.__new__(traced)
+        object.__setattr__(env, "_read_log", log)
+        for key, value in copy.deepcopy(state).items():
+            object.__setattr__(env, key, _tracked(value, pointer([key]), log))
         call_tool(env, Action.from_json(action))
-    except Exception:  # noqa: BLE001 - a call that does not run reads nothing we can vouch for
+    except Exception:  # noqa: BLE001 - a class that cannot be traced or a call that does not run: nothing to vouch for
         return None
     return log
 
