@@ -628,7 +628,8 @@ def heldout_facts(work: Path) -> dict[str, Any] | None:
     return {"recipe": written_recipe(work).get("recipe", RECIPE), "heldout": stats.get("heldout"),
             "training_samples": stats.get("samples"), "training_by_stratum": stats.get("by_stratum"),
             "environments": stats.get("environments"), "append_form": stats.get("append_form"),
-            "replace_tests": stats.get("replace_tests", "none")}
+            "replace_tests": stats.get("replace_tests", "none"),
+            "patch_op_order": stats.get("patch_op_order", "stored")}
 
 
 def learning_curve(work: Path) -> list[dict[str, Any]]:

@@ -176,6 +176,7 @@ def test_a_work_from_before_recipes_were_recorded_counts_as_the_shipped_in_env(s
     assert script.phase_runner(arguments(tmp_path, recipe="in-env"), {})["data"]() == 0
     assert script.heldout_facts(tmp_path)["recipe"] == "in-env"
     assert script.heldout_facts(tmp_path)["replace_tests"] == "none"
+    assert script.heldout_facts(tmp_path)["patch_op_order"] == "stored"
 
 
 @pytest.mark.parametrize("content, message", [(None, "No such file"), ("{not json", "Expecting"),
