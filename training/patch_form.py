@@ -29,6 +29,8 @@ could not copy it.
 used as a key (the voter's precinct and party before the tally at ``/precincts/<precinct>/tally/<party>`` changes;
 ``training/call_trace.py``), ``"shown+reads"`` with a test of every scalar it read by key; both only where the
 prompt shows the value, and a later replace test of a value already tested up front is left out.
+``"shown+change-read-keys"`` is ``shown+read-keys`` on calls whose patch is not empty (read-only calls and
+failures keep ``[]``).
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ KEY_ORDERS: tuple[str, ...] = ("op-first", "path-first")
 #: (the order the call first wrote each path, ``training/call_trace.py``).
 OP_ORDERS: tuple[str, ...] = ("stored", "writes")
 #: ``shown+read-keys`` / ``shown+reads``: ``shown``, after tests of the values the call reads first (its hops / all).
-REPLACE_TESTS: tuple[str, ...] = ("none", "shown", "shown+read-keys", "shown+reads")
+#: ``shown+change-read-keys``: ``shown+read-keys`` on calls that change the state only (a read-only call's target stays
+#: ``[]``: a read tool that looks records up by ids it read would otherwise ask for copies that change nothing).
+REPLACE_TESTS: tuple[str, ...] = ("none", "shown", "shown+read-keys", "shown+reads", "shown+change-read-keys")
 
 _PATCH_ERRORS = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError, IndexError, TypeError,
                  ValueError, AttributeError)
@@ -242,8 +246,8 @@ def target_patch(record: dict[str, Any], form: str = "index", key_order: str = "
     if check_replace_tests(replace_tests) != "none":
         shown = record["state"] if shown is None else shown
         patch = with_replace_tests(record["state"], shown, patch)
-        if replace_tests != "shown":
-            patch = with_read_tests(record, shown, patch, keys_only=replace_tests == "shown+read-keys")
+        if replace_tests != "shown" and (patch or replace_tests != "shown+change-read-keys"):
+            patch = with_read_tests(record, shown, patch, keys_only=replace_tests != "shown+reads")
     return order_keys(patch, key_order)
 
 

@@ -221,3 +221,16 @@ def test_a_reorder_that_would_change_the_next_state_keeps_the_stored_order() -> 
     assert in_write_order({**record, "env": "voter_registration-v1"}, appends) == appends
     with pytest.raises(ValueError, match="patch_op_order must be one of stored, writes"):
         check_op_order("sorted")
+
+
+def test_change_read_keys_leave_a_read_only_target_empty() -> None:
+    record = _voter_record()
+    tested = target_patch(record, "dash", "op-first", "shown+change-read-keys")
+    assert tested == target_patch(record, "dash", "op-first", "shown+read-keys")
+    env = get_env("issue_dependency_tracker-v1")
+    state = env.sample_state(2)
+    issue_id = next(i for i, rec in state["issues"].items() if rec["blocked_by"])
+    read_only = {"env": "issue_dependency_tracker-v1", "state": state, "patch": [],
+                 "action": {"name": "get_issue", "arguments": {"issue_id": issue_id}}}
+    assert target_patch(read_only, "dash", "op-first", "shown+read-keys")[0]["op"] == "test"
+    assert target_patch(read_only, "dash", "op-first", "shown+change-read-keys") == []
