@@ -226,6 +226,7 @@ def test_a_tested_recipe_writes_tests_that_score_cm_and_an_unknown_choice_is_ref
     assert any('"op":"test"' in row["messages"][-1]["content"] for row in rows)
     for row, record in zip(rows, records, strict=True):
         assert score_prediction(record, parse_answer(row["messages"][-1]["content"])).cm
-    with pytest.raises(ValueError, match="replace_tests must be one of none, shown, not 'all'"):
+    with pytest.raises(ValueError, match=r"replace_tests must be one of none, shown, shown\+read-keys, shown\+reads, "
+                                         r"shown\+change-read-keys, not 'all'"):
         build_sft_data({**load_recipe("smoke"), "replace_tests": "all"}, tmp_path / "bad")
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
