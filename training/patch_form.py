@@ -221,14 +221,7 @@ def in_write_order(record: dict[str, Any], patch: list[Any]) -> list[Any]:
         return len(writes)
 
     ordered = sorted(patch, key=first_write)
-    if ordered == list(patch):
-        return ordered
-    try:
-        same = same_json(jsonpatch.apply_patch(record["state"], ordered, in_place=False),
-                         jsonpatch.apply_patch(record["state"], list(patch), in_place=False))
-    except _PATCH_ERRORS:
-        return list(patch)
-    return ordered if same else list(patch)
+    return ordered if ordered == list(patch) else _if_same_next_state(record["state"], ordered, patch)
 
 
 def target_patch(record: dict[str, Any], form: str = "index", key_order: str = "op-first",
@@ -268,12 +261,18 @@ def with_read_tests(record: dict[str, Any], shown: Any, patch: list[Any], keys_o
         return list(patch)
     tested = without_repeated_tests([{"op": "test", "path": path, "value": value} for path, value in reads]
                                     + list(patch))
+    return _if_same_next_state(record["state"], tested, patch)
+
+
+def _if_same_next_state(state: Any, rewritten: list[Any], patch: list[Any]) -> list[Any]:
+    """``rewritten`` when it gives ``state`` the next state ``patch`` gives; ``patch`` otherwise or when either
+    does not apply."""
     try:
-        same = same_json(jsonpatch.apply_patch(record["state"], tested, in_place=False),
-                         jsonpatch.apply_patch(record["state"], list(patch), in_place=False))
+        same = same_json(jsonpatch.apply_patch(state, rewritten, in_place=False),
+                         jsonpatch.apply_patch(state, list(patch), in_place=False))
     except _PATCH_ERRORS:
         return list(patch)
-    return tested if same else list(patch)
+    return rewritten if same else list(patch)
 
 
 def without_repeated_tests(patch: list[Any]) -> list[Any]:
