@@ -179,16 +179,23 @@ def logged_options(data: Path) -> list[str]:
 
 def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, response_format: str,
                    args: argparse.Namespace, env: dict[str, str], benchmark: Path | None = None,
-                   logged: list[str] = ()) -> int:
-    """``envsim serve --backend llama.cpp`` the model, ``envsim eval`` it, stop the server (SIGINT); the phase's
-    CPU seconds are the server's (conversion included) and the client's."""
+                   logged: list[str] = (), trained: bool = False) -> int:
+    """``envsim serve --backend llama.cpp`` the model (a ``trained`` one with ``--copy-tested-values`` when asked),
+    ``envsim eval`` it, stop the server (SIGINT); the phase's CPU seconds are the server's (conversion included)
+    and the client's."""
     if (run_dir / "summary.json").exists() and done_samples(run_dir) >= args.eval_limit:
         say(f"{phase}: {run_dir} is complete (kept)")
         return 0
+    copying = trained and args.copy_tested_values
+    if done_samples(run_dir) and served_copying(work, phase) - {copying}:
+        say(f"{phase}: {run_dir} was begun {'without' if copying else 'with'} --copy-tested-values; resuming it "
+            "the other way would mix two decodings: use the same setting or another --work")
+        return 2
     port = resumed_port(run_dir) or free_port()
     serve = [bin_path("envsim"), "serve", "--model", str(model), "--backend", "llama.cpp", "--port", str(port),
              "--threads", "1", "--quantize", args.quantize, "--ready-timeout", "900",
-             "--log", str(work / f"{phase}.server.log")]
+             "--log", str(work / f"{phase}.server.log"),
+             *(["--copy-tested-values"] if copying else [])]
     say(f"$ {' '.join(serve)} &")
     started = time.monotonic()
     server = subprocess.Popen(serve, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
@@ -213,6 +220,14 @@ def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, response_
         _, cpu = wait_measured(server)
         timer.cancel()
         record_command(work, f"{phase}.server", serve, code, time.monotonic() - started, cpu)
+
+
+def served_copying(work: Path, phase: str) -> set[bool]:
+    """Whether the servers recorded for ``phase`` in WORK/commands.json copied tested values (one value per kind
+    seen: empty before any server ran, both when a phase was resumed the other way)."""
+    path = work / "commands.json"
+    rows = json.loads(path.read_text()) if path.exists() else []
+    return {"--copy-tested-values" in r["command"].split() for r in rows if r["phase"] == f"{phase}.server"}
 
 
 def trained_format(data: Path) -> str:
@@ -290,7 +305,8 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
             kind = trained_format(data) if response_format == TRAINED else response_format
             return serve_and_eval(work, phase, checkpoint, work / folder, kind, args, env,
                                   data / HELDOUT if in_env else None,
-                                  logged_options(data) if response_format == TRAINED else [])
+                                  logged_options(data) if response_format == TRAINED else [],
+                                  trained=response_format == TRAINED)
         return run
 
     def null() -> int:
@@ -307,7 +323,7 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
         """The in-environment eval of every intermediate SFT checkpoint (the last point is the sft-in-env eval)."""
         for n in curve_points(data, args):
             code = serve_and_eval(work, "curve", work / "sft" / f"checkpoint-{n}", work / f"eval-curve-{n}",
-                                  trained_format(data), args, env, data / HELDOUT, logged_options(data))
+                                  trained_format(data), args, env, data / HELDOUT, logged_options(data), trained=True)
             if code:
                 return code
         return 0
@@ -547,6 +563,8 @@ def collect_figures(work: Path) -> dict[str, Any]:
             continue
         kind = trained_format(work / "data") if response_format == TRAINED else response_format
         figures.update(response_format=kind, **phase_cost(work, EVAL_PHASES[folder]))
+        copying = served_copying(work, EVAL_PHASES[folder])
+        figures["copy_tested_values"] = copying.pop() if len(copying) == 1 else ("mixed" if copying else False)
         if training:
             cost = phase_cost(work, training)
             figures.update(train_wall_s=cost["wall_s"], train_cpu_s=cost["cpu_s"])
@@ -762,6 +780,9 @@ def main() -> int:
     parser.add_argument("--eval-extra", default=EVAL_EXTRA,
                         help="JSON sent with every served eval request ('envsim eval --extra'); '' sends none.")
     parser.add_argument("--quantize", default="f16", help="GGUF type the llama.cpp servers run (f16, q8_0, q4_0).")
+    parser.add_argument("--copy-tested-values", action="store_true",
+                        help="Serve the trained models with 'envsim serve --copy-tested-values' (tested old values "
+                             "copied from each prompt; for recipes with replace_tests).")
     parser.add_argument("--sft-epochs", type=float, default=10.0,
                         help="SFT epochs over the recipe's samples (10: the fit check's, docs/real-model.md).")
     parser.add_argument("--sft-batch", type=int, default=1, help="SFT samples per optimizer step.")

@@ -89,3 +89,40 @@ def decode_all(model_dir: str, conversations: Sequence[list[dict[str, str]]], sh
     model.eval()
     return [decode_copying_tests(model, tokenizer, c, s, max_new_tokens=max_new_tokens, copy=copy)
             for c, s in zip(conversations, shown)]
+
+
+class CopyingLogitsProcessor:
+    """A llama-cpp-python logits processor that makes llama.cpp decode as ``decode_copying_tests`` does: when the
+    answer so far ends at a test's value of a scalar ``shown`` holds, the value's tokens are forced one by one
+    (every other token's logit set to minus infinity); otherwise the scores pass unchanged.
+
+    ``detokenize`` turns token ids into text, ``tokenize`` text into ids (no BOS); the first call's ``input_ids``
+    is the prompt, so the answer is what follows it. One processor per request: it keeps the prompt's length,
+    the tokens still to force and how many values it copied (``copied``)."""
+
+    def __init__(self, shown: Any, detokenize: Any, tokenize: Any) -> None:
+        self.shown, self.detokenize, self.tokenize = shown, detokenize, tokenize
+        self.prompt_length: int | None = None
+        self.forced: list[int] = []
+        self.copied = 0
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        """The scores for the next token after ``input_ids`` (prompt and answer so far)."""
+        import numpy as np
+
+        if self.prompt_length is None:
+            self.prompt_length = len(input_ids)
+        if not self.forced:
+            value = copied_value(self.detokenize(list(input_ids[self.prompt_length:])), self.shown)
+            if value is not None:
+                self.forced = list(self.tokenize(value))
+                self.copied += 1
+        if not self.forced:
+            return scores
+        token = self.forced.pop(0)
+        if not 0 <= token < len(scores):
+            self.forced = []
+            return scores
+        forced = np.full_like(scores, -np.inf)
+        forced[token] = 0.0
+        return forced

@@ -15,13 +15,15 @@ server). Each ``{}`` in a schema position becomes ``{"type": [every JSON type]}`
 any value. Every flag of
 ``python -m llama_cpp.server`` is accepted (its own argument parser builds the settings).
 
-Three more things happen in front of llama-cpp-python's app, for ``envsim serve``:
+Four more things happen in front of llama-cpp-python's app, for ``envsim serve``:
 
 * **Request size**: llama-cpp-python's server reads any body whole (a 190 MB request crashed it). A request body
   larger than ``$ENVSIM_MAX_REQUEST_BYTES`` (default ``DEFAULT_MAX_REQUEST_BYTES``, 4 MiB: a prompt of the longest
   context llama.cpp serves here is well under 1 MiB) is answered with HTTP 413 before the app sees it.
 * **Identity**: ``GET /envsim/nonce`` answers ``$ENVSIM_SERVE_NONCE``, so ``envsim serve`` knows that the server
   answering on its port is the one it started, not another one already there.
+* **Copied tested values** (``--copy_tested_values``, ``envsim serve --copy-tested-values``): chat answers are
+  decoded with tested old values copied from the prompt (``envsim.training.llama_cpp_copying``).
 * **API key**: ``$ENVSIM_SERVE_API_KEY`` (read once and removed from the environment) becomes the server's
   ``api_key``: every request then needs ``Authorization: Bearer KEY``; it is never on the command line, where
   other users of the machine could read it.
@@ -163,7 +165,13 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_args_from_model(parser, Settings)
+    parser.add_argument("--copy_tested_values", action="store_true",
+                        help="copy tested old values from each simulator prompt (envsim.training.llama_cpp_copying)")
     args = parser.parse_args(argv)
+    if args.copy_tested_values:
+        from envsim.training.llama_cpp_copying import install
+
+        install()
     server = parse_model_from_args(ServerSettings, args)
     key = os.environ.pop("ENVSIM_SERVE_API_KEY", None)
     if key:

@@ -79,17 +79,18 @@ def default_threads(cpus: int | None = None) -> int:
 
 
 def llama_cpp_command(gguf: str, host: str, port: int, name: str, *, threads: int | None = None,
-                      ctx: int = DEFAULT_CTX) -> list[str]:
+                      ctx: int = DEFAULT_CTX, copy_tested_values: bool = False) -> list[str]:
     """llama-cpp-python's OpenAI-compatible server on ``gguf``, answering as ``name``, with a prompt cache
-    (run through ``llama_cpp_server``, which also takes OpenAI's ``json_schema`` response format)."""
+    (run through ``llama_cpp_server``, which also takes OpenAI's ``json_schema`` response format; with
+    ``copy_tested_values`` tested old values are copied from the prompt: ``llama_cpp_copying``)."""
     threads = threads or default_threads()
     return [sys.executable, "-m", "envsim.training.llama_cpp_server", "--model", gguf, "--model_alias", name, "--host", host,
             "--port", str(port), "--n_threads", str(threads), "--n_threads_batch", str(threads), "--n_ctx", str(ctx),
-            "--cache", "true", "--logits_all", "false"]
+            "--cache", "true", "--logits_all", "false", *(["--copy_tested_values"] if copy_tested_values else [])]
 
 
 def serve_command(model: str, backend: Backend, host: str, port: int, name: str | None = None, *,
-                  threads: int | None = None, ctx: int = DEFAULT_CTX) -> list[str]:
+                  threads: int | None = None, ctx: int = DEFAULT_CTX, copy_tested_values: bool = False) -> list[str]:
     """The server command line for ``backend`` (``auto``: see ``resolve_backend``). For llama.cpp ``model`` is the
     GGUF file to load (``gguf_convert.gguf_for`` makes one from a checkpoint) and ``name`` the model name it
     answers as; the other backends take the checkpoint itself."""
@@ -97,7 +98,8 @@ def serve_command(model: str, backend: Backend, host: str, port: int, name: str 
     if backend == "vllm":
         return ["vllm", "serve", model, "--host", host, "--port", str(port), "--served-model-name", name or model]
     if backend == "llama.cpp":
-        return llama_cpp_command(model, host, port, name or model, threads=threads, ctx=ctx)
+        return llama_cpp_command(model, host, port, name or model, threads=threads, ctx=ctx,
+                                 copy_tested_values=copy_tested_values)
     return ["transformers", "serve", model, "--host", host, "--port", str(port), "--device",
             "auto" if cuda_available() else "cpu"]
 
@@ -302,7 +304,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 def start_server(model: str, backend: Backend = "auto", host: str = "127.0.0.1", port: int = 8000,
                  ready_timeout: float = 600.0, log_path: str | None = None, *, threads: int | None = None,
                  quantize: str = "f16", ctx: int = DEFAULT_CTX, progress: Callable[[str], None] | None = None,
-                 api_key: str | None = None) -> RunningServer:
+                 api_key: str | None = None, copy_tested_values: bool = False) -> RunningServer:
     """Start the server and wait until it answers; raises ``ServerStartFailed`` (a ``RuntimeError``) with the
     server's last output lines if it does not, or before anything starts when the port already answers.
 
@@ -311,8 +313,12 @@ def start_server(model: str, backend: Backend = "auto", host: str = "127.0.0.1",
     ``ctx`` tokens; ``progress`` receives the conversion's progress lines. Its chat template is rendered once,
     bounded, before the server starts (``refuse_hostile_template``). The server answers to any model
     name, ``model`` as given included (what ``envsim eval --model`` sends); with ``api_key`` (llama.cpp, vLLM)
-    only requests that carry it."""
+    only requests that carry it. ``copy_tested_values`` (llama.cpp only) copies tested old values from each
+    prompt into the answer (``llama_cpp_copying``)."""
     backend = resolve_backend(backend)  # type: ignore[assignment]
+    if copy_tested_values and backend != "llama.cpp":
+        raise ServerStartFailed(f"--copy-tested-values is a llama.cpp decoding option; {backend} does not have it: "
+                                "use --backend llama.cpp")
     if api_key and backend == "transformers":
         raise ServerStartFailed("--api-key: transformers serve takes no API key; use --backend llama.cpp or vllm, or "
                                 "keep the server on 127.0.0.1 without one")
@@ -331,7 +337,8 @@ def start_server(model: str, backend: Backend = "auto", host: str = "127.0.0.1",
             raise ServerStartFailed(str(exc)) from None
         refuse_hostile_template(gguf, progress, source_digest if source_digest == template_source_digest(model)
                                 else None)
-        command = serve_command(str(gguf), backend, host, port, model, threads=threads, ctx=ctx)
+        command = serve_command(str(gguf), backend, host, port, model, threads=threads, ctx=ctx,
+                                copy_tested_values=copy_tested_values)
         refuse_taken_port(host, port)  # again: a conversion may take minutes
     else:
         command = serve_command(model, backend, host, port)

@@ -45,8 +45,11 @@ def _interrupt(_signum: int, _frame: Any) -> None:
               help="llama.cpp and vLLM: answer only requests that carry this key (Authorization: Bearer KEY). "
                    "Passed to the server through its environment, never its command line; the printed eval "
                    "command reads it from $ENVSIM_SERVE_API_KEY. Use it with a --host other machines can reach.")
+@click.option("--copy-tested-values", is_flag=True,
+              help="llama.cpp: copy the old value of each tested path the prompt shows into the answer "
+                   "(RFC 6902 tests the model writes before using a value; docs/real-model.md).")
 def serve_cmd(model: str, backend: str, host: str, port: int, ready_timeout: float, log_path: str | None,
-              quantize: str, threads: int | None, ctx: int, api_key: str | None) -> None:
+              quantize: str, threads: int | None, ctx: int, api_key: str | None, copy_tested_values: bool) -> None:
     """Start the server, wait until it answers, print the base URL; Ctrl-C (SIGINT) or SIGTERM stops it cleanly,
     and the server dies with this command however it ends (kill -9 included, on Linux).
 
@@ -59,7 +62,7 @@ def serve_cmd(model: str, backend: str, host: str, port: int, ready_timeout: flo
         click.echo(f"warning: --host {host} makes the server reachable from other machines"
                    + ("" if api_key else ", and without --api-key anyone who reaches it can use it"), err=True)
     start = functools.partial(start_server, threads=threads, quantize=quantize, ctx=ctx, api_key=api_key,
-                              progress=lambda line: click.echo(line, err=True))
+                              copy_tested_values=copy_tested_values, progress=lambda line: click.echo(line, err=True))
     # A server started in the background inherits SIGINT ignored (non-interactive shells do that) and SIGTERM
     # would end this process without stopping the server it started in its own session: both stop it here.
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -101,3 +101,94 @@ def test_the_loop_feeds_the_copied_value_and_the_model_goes_on_from_it() -> None
         (ScriptedModel.PREFIX + "9}", 0)  # not shown: the model's own value
     capped = decode_copying_tests(ScriptedModel(tokenizer, prompt), tokenizer, messages, {"n": 5}, max_new_tokens=4)
     assert capped == (ScriptedModel.PREFIX[:4], 0)
+
+
+class CharTokens:
+    """Token ids for a llama.cpp-shaped processor test: one id per character, over a small alphabet."""
+
+    ALPHABET = list('{}[]":,/_-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ')
+
+    def ids(self, text: str) -> list[int]:
+        return [self.ALPHABET.index(c) for c in text]
+
+    def text(self, ids) -> str:
+        return "".join(self.ALPHABET[int(i)] for i in ids)
+
+
+def test_the_llama_cpp_processor_forces_the_copied_tokens_and_otherwise_passes_scores_through() -> None:
+    np = pytest.importorskip("numpy")
+    from envsim.training.copied_tests import CopyingLogitsProcessor
+
+    chars = CharTokens()
+    processor = CopyingLogitsProcessor(SHOWN, chars.text, chars.ids)
+    prompt = chars.ids("simulate ")
+    scores = np.linspace(0.0, 1.0, len(chars.ALPHABET), dtype=np.float32)
+    assert processor(np.array(prompt), scores) is scores and processor.prompt_length == len(prompt)
+    answer = '{"op":"test","path":"/voters/V-1/party","value":'
+    written = []
+    for _ in range(4):  # the model's own token would be the last of the alphabet (the largest score)
+        out = processor(np.array(prompt + chars.ids(answer + "".join(written))), scores.copy())
+        assert np.isfinite(out).sum() == 1
+        written.append(chars.ALPHABET[int(out.argmax())])
+    assert "".join(written) == '"IND' and processor.copied == 1
+    after = processor(np.array(prompt + chars.ids(answer + '"IND')), scores)
+    assert after is scores  # the model closes the string itself
+    other = CopyingLogitsProcessor(SHOWN, chars.text, chars.ids)
+    other(np.array(prompt), scores)
+    unshown = '{"op":"test","path":"/voters/V-9/party","value":'
+    assert other(np.array(prompt + chars.ids(unshown)), scores) is scores and other.copied == 0
+
+
+def test_only_simulator_prompts_that_show_a_state_get_the_copying_processor() -> None:
+    from envsim.evaluation.prompting.prompts import build_messages
+    from envsim.training.copied_tests import CopyingLogitsProcessor
+    from envsim.training.llama_cpp_copying import with_copied_tested_values
+
+    seen = []
+
+    class FakeLlama:
+        def create_chat_completion(self, messages, **kwargs):
+            seen.append(kwargs.get("logits_processor"))
+            return {"choices": []}
+
+        def detokenize(self, ids):
+            return b""
+
+        def tokenize(self, text, add_bos=False, special=False):
+            return []
+
+    pytest.importorskip("llama_cpp")
+    FakeLlama.create_chat_completion = with_copied_tested_values(FakeLlama.create_chat_completion)
+    record = {"env": "demo-v1", "state": {"n": 5}, "action": {"name": "bump", "arguments": {}}, "tools": [],
+              "code": "def bump(self):\n    self.n += 1\n"}
+    FakeLlama().create_chat_completion(messages=build_messages(record, "mdp", version="2"), max_tokens=4)
+    FakeLlama().create_chat_completion([{"role": "user", "content": "hello"}])
+    assert isinstance(seen[0][-1], CopyingLogitsProcessor) and seen[0][-1].shown == {"n": 5}
+    assert seen[1] is None
+
+
+def test_serve_passes_copy_tested_values_to_llama_cpp_only(monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from envsim.cli import main
+    from envsim.training import serve
+
+    command = serve.llama_cpp_command("/m.gguf", "127.0.0.1", 8000, "m", copy_tested_values=True)
+    assert command[-1] == "--copy_tested_values"
+    assert "--copy_tested_values" not in serve.llama_cpp_command("/m.gguf", "127.0.0.1", 8000, "m")
+    assert "--copy_tested_values" in serve.serve_command("/m.gguf", "llama.cpp", "127.0.0.1", 1, "m",
+                                                         copy_tested_values=True)
+    for backend in ("transformers", "vllm"):
+        with pytest.raises(RuntimeError, match="llama.cpp decoding option"):
+            serve.start_server("m", backend, copy_tested_values=True)
+    seen = {}
+
+    def fake_start(model, backend, host, port, ready_timeout, log_path, **kwargs):
+        seen.update(kwargs)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(serve, "start_server", fake_start)
+    assert CliRunner().invoke(main, ["serve", "--model", "m", "--copy-tested-values"]).exit_code == 1
+    assert seen["copy_tested_values"] is True
+    CliRunner().invoke(main, ["serve", "--model", "m"])
+    assert seen["copy_tested_values"] is False

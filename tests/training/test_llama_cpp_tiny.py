@@ -197,3 +197,47 @@ def test_envsim_eval_scores_five_samples_with_json_schema_answers(llama_cpp_serv
     for row in rows:
         assert row["answer"].lstrip().startswith("{"), row["answer"][:200]
         assert row["parsed"] or row["completion_tokens"] >= 96, row
+
+
+def test_llama_cpp_decodes_the_copied_value_under_its_sampler_and_a_json_grammar(tiny_gguf):
+    """The copying processor through llama.cpp's own sampler chain (a custom sampler ahead of the grammar): the
+    answer so far is made to end at a test's value, so the value's tokens must come out first, and a JSON string
+    grammar still accepts them."""
+    import llama_cpp
+    from envsim.training.copied_tests import CopyingLogitsProcessor
+
+    llm = llama_cpp.Llama(str(tiny_gguf), n_ctx=512, n_threads=1, verbose=False)
+    prefix = '{"op":"test","path":"/voters/V-1/name","value":'
+    shown = {"voters": {"V-1": {"name": "Priya Moreau", "age": 12345}}}
+    for path, grammar, expected in (("name", llama_cpp.LlamaGrammar.from_json_schema('{"type": "string"}'),
+                                     '"Priya Moreau'), ("age", None, "12345")):
+        processor = CopyingLogitsProcessor(
+            shown, lambda ids: prefix.replace("/name", f"/{path}") + llm.detokenize(ids).decode(errors="ignore"),
+            lambda text: llm.tokenize(text.encode(), add_bos=False, special=False))
+        forced = len(llm.tokenize(expected.encode(), add_bos=False, special=False))
+        out = llm.create_completion("Return the new state.", max_tokens=forced + 2, temperature=0,
+                                    logits_processor=llama_cpp.LogitsProcessorList([processor]), grammar=grammar)
+        assert out["choices"][0]["text"].startswith(expected), out["choices"][0]["text"]
+        assert processor.copied == 1 and not processor.forced
+
+
+def test_a_server_started_copying_tested_values_answers_simulator_and_other_prompts(tiny_checkpoint, tiny_gguf,
+                                                                                    tmp_path):
+    from envsim.evaluation.prompting.prompts import build_messages
+    from envsim.training.serve import start_server
+
+    record = {"env": "demo-v1", "state": {"n": 5}, "action": {"name": "bump", "arguments": {}}, "tools": [],
+              "code": "def bump(self):\n    self.n += 1\n"}
+    server = start_server(str(tiny_checkpoint), backend="llama.cpp", port=free_port(), ready_timeout=120,
+                          log_path=str(tmp_path / "server.log"), threads=1, ctx=2048, copy_tested_values=True)
+    try:
+        for messages in (build_messages(record, "mdp", version="2"), [{"role": "user", "content": "hi"}]):
+            body = json.dumps({"model": "m", "messages": messages, "max_tokens": 4, "temperature": 0}).encode()
+            request = urllib.request.Request(f"{server.base_url}/chat/completions", data=body,
+                                             headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=60) as response:
+                reply = json.loads(response.read())
+            assert isinstance(reply["choices"][0]["message"]["content"], str)
+    finally:
+        server.stop()
+    assert "--copy_tested_values" in server.process.args

@@ -127,8 +127,9 @@ def test_trained_rows_decode_in_the_key_order_of_their_sft_data(script, tmp_path
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "model.safetensors").write_bytes(b"")
     served: dict[str, str] = {}
-    monkeypatch.setattr(script, "serve_and_eval", lambda work, phase, model, run_dir, kind, *rest:
-                        served.__setitem__(phase, kind) or 0)
+    trained_rows: dict[str, bool] = {}
+    monkeypatch.setattr(script, "serve_and_eval", lambda work, phase, model, run_dir, kind, *rest, trained=False:
+                        served.__setitem__(phase, kind) or trained_rows.__setitem__(phase, trained) or 0)
     commands: dict[str, list[str]] = {}
     monkeypatch.setattr(script, "run_logged", lambda work, phase, command, env: commands.__setitem__(phase, command)
                         or 0)
@@ -138,6 +139,8 @@ def test_trained_rows_decode_in_the_key_order_of_their_sft_data(script, tmp_path
         assert runner[phase]() == 0
     assert served == {"zeroshot-json": "json-schema", "zeroshot-json-in-env": "json-schema",
                       "sft-eval": trained, "sft-eval-in-env": trained}
+    assert trained_rows == {"zeroshot-json": False, "zeroshot-json-in-env": False, "sft-eval": True,
+                            "sft-eval-in-env": True}
     rl = commands["rl"]
     assert rl[rl.index("--response-format") + 1] == trained
     assert script.trained_format(data) == trained
@@ -205,3 +208,33 @@ def test_a_recipe_that_lists_logged_calls_has_its_trained_models_asked_with_them
     at = command.index("--logged-calls")
     assert command[at:at + 4] == ["--logged-calls", str(data), "--logged-k", "3"]
     assert "--logged-calls" not in script.eval_command("null", tmp_path / "n", "free", args)
+
+
+@pytest.mark.parametrize("flag", [False, True])
+def test_trained_models_are_served_copying_tested_values_when_asked_and_a_run_is_not_resumed_the_other_way(
+        script, tmp_path, monkeypatch, flag):
+    """``--copy-tested-values`` serves the trained models (not the zero-shot ones) with ``envsim serve
+    --copy-tested-values``; the figures say how each row was served; a begun eval resumed the other way is refused."""
+    started: list[list[str]] = []
+
+    class Server:
+        pid, stdout = 0, ["converting ...\n", "serving m at http://127.0.0.1:1/v1\n"]
+
+    monkeypatch.setattr(script.subprocess, "Popen", lambda command, **kw: started.append(command) or Server())
+    monkeypatch.setattr(script.os, "killpg", lambda pid, sig: None)
+    monkeypatch.setattr(script, "wait_measured", lambda process: (0, 0.5))
+    monkeypatch.setattr(script, "run_logged", lambda work, phase, command, env: 0)
+    args = arguments(tmp_path, eval_limit=100, max_tokens=384, eval_extra="", quantize="f16",
+                     copy_tested_values=flag)
+    for phase, trained in (("zeroshot-json", False), ("sft-eval", True)):
+        assert script.serve_and_eval(tmp_path, phase, Path("m"), tmp_path / phase, "json-schema", args, {},
+                                     trained=trained) == 0
+    assert ["--copy-tested-values" in c for c in started] == [False, flag]
+    assert script.served_copying(tmp_path, "sft-eval") == {flag} and script.served_copying(tmp_path, "rl-eval") == set()
+    (tmp_path / "sft-eval").mkdir()
+    (tmp_path / "sft-eval" / "results.jsonl").write_text('{"id": "a"}\n')
+    other = arguments(tmp_path, eval_limit=100, max_tokens=384, eval_extra="", quantize="f16",
+                      copy_tested_values=not flag)
+    assert script.serve_and_eval(tmp_path, "sft-eval", Path("m"), tmp_path / "sft-eval", "json-schema", other, {},
+                                 trained=True) == 2
+    assert len(started) == 2  # refused before a server started
