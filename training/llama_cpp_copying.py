@@ -12,7 +12,11 @@ that is not a simulator prompt, or whose prompt shows no state, is decoded as it
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any, Callable
+
+#: What the server's log says after each answer decoded with copying (then the number of values copied).
+COPIED_LINE = "tested values copied:"
 
 
 def copying_processor(llama: Any, messages: Any) -> Any:
@@ -43,7 +47,10 @@ def with_copied_tested_values(create_chat_completion: Callable[..., Any]) -> Cal
             from llama_cpp import LogitsProcessorList
 
             kwargs["logits_processor"] = LogitsProcessorList([*(kwargs.get("logits_processor") or []), processor])
-        return create_chat_completion(self, messages, *args, **kwargs)
+        result = create_chat_completion(self, messages, *args, **kwargs)
+        if processor is not None and isinstance(result, dict):  # a stream is counted by no one
+            print(f"envsim: {COPIED_LINE} {processor.copied}", file=sys.stderr, flush=True)
+        return result
 
     return create
 

@@ -139,7 +139,7 @@ def test_the_llama_cpp_processor_forces_the_copied_tokens_and_otherwise_passes_s
     assert other(np.array(prompt + chars.ids(unshown)), scores) is scores and other.copied == 0
 
 
-def test_only_simulator_prompts_that_show_a_state_get_the_copying_processor() -> None:
+def test_only_simulator_prompts_that_show_a_state_get_the_copying_processor(capsys) -> None:
     from envsim.evaluation.prompting.prompts import build_messages
     from envsim.training.copied_tests import CopyingLogitsProcessor
     from envsim.training.llama_cpp_copying import with_copied_tested_values
@@ -165,6 +165,7 @@ def test_only_simulator_prompts_that_show_a_state_get_the_copying_processor() ->
     FakeLlama().create_chat_completion([{"role": "user", "content": "hello"}])
     assert isinstance(seen[0][-1], CopyingLogitsProcessor) and seen[0][-1].shown == {"n": 5}
     assert seen[1] is None
+    assert capsys.readouterr().err == "envsim: tested values copied: 0\n"  # once: for the simulator prompt
 
 
 def test_serve_passes_copy_tested_values_to_llama_cpp_only(monkeypatch) -> None:
