@@ -42,7 +42,7 @@ class OverCutoffError(ValueError):
     """Samples whose full chat exceeds the SFT cutoff, with ``over_cutoff='refuse'``."""
 
 
-SHIPPED_RECIPES: tuple[str, ...] = ("default", "smoke", "small-view", "in-env")
+SHIPPED_RECIPES: tuple[str, ...] = ("default", "smoke", "small-view", "in-env", "in-env-reads")
 
 
 def load_recipe(source: str | Path | None) -> dict[str, Any]:

@@ -30,8 +30,9 @@ train.add_command(fetch_converter_cmd)
 @progress_option
 @click.option("--recipe", default="default", show_default=True,
               help="'default' (≈6.23K: 1K failure, 1K no-change, 2K simple, 2.23K complex), 'smoke' (64, for CPU "
-                   "smoke runs), 'small-view' (400 with state views, prompt version 3: real small models on CPU) or a "
-                   "recipe JSON file.")
+                   "smoke runs), 'small-view' (400 with state views, prompt version 3: real small models on CPU), "
+                   "'in-env' (6 known services with a held-out set of their own calls), 'in-env-reads' (in-env, "
+                   "reads tested first on state changes: serve it with --copy-tested-values) or a recipe JSON file.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Output directory (JSONL + dataset_info.json for LLaMA-Factory).")
 @click.option("--rationales", is_flag=True, help="Put an execution-trace rationale before each answer JSON.")

@@ -230,3 +230,14 @@ def test_a_tested_recipe_writes_tests_that_score_cm_and_an_unknown_choice_is_ref
                                          r"shown\+change-read-keys, not 'all'"):
         build_sft_data({**load_recipe("smoke"), "replace_tests": "all"}, tmp_path / "bad")
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
+
+
+def test_the_in_env_reads_recipe_is_in_env_with_reads_first_on_changes_in_write_order() -> None:
+    """The shipped recipe of the first run that beat ``null`` (docs/real-model.md): the in-env recipe's data and
+    held-out set, only the target form changed."""
+    from envsim.training.data import load_recipe
+
+    reads, base = load_recipe("in-env-reads"), load_recipe("in-env")
+    changed = {k for k in set(reads) | set(base) if reads.get(k) != base.get(k)}
+    assert changed == {"name", "description", "replace_tests", "patch_op_order"}
+    assert (reads["replace_tests"], reads["patch_op_order"]) == ("shown+change-read-keys", "writes")
