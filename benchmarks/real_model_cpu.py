@@ -13,9 +13,9 @@ env-disjoint v1 subset ``v1_test_smollm2_2048`` (state views, prompt version 3);
 Phases run in waves: data, then a budget check (``envsim train sft --time-check 8`` projects SFT from 8 samples
 timed here, the other phases count as docs/real-model.json measured them; over ``--budget-min`` the run stops
 with exit 3 before SFT), then SFT alone on both cores (two threads, bfloat16 products where the CPU has them),
-then two lanes side by side, one process per core (the zero-shot and null evals, GRPO and the SFT eval on the
-subset in one; the in-environment zero-shot, null, SFT and learning-curve evals in the other), then the two
-GRPO evals side by side. Every phase is resumable: its output is kept under WORK (an interrupted eval resumes
+then two lanes side by side, one process per core (the zero-shot and null evals, GRPO, the SFT and GRPO evals
+on the subset in one; the in-environment zero-shot, null, SFT and learning-curve evals, then the in-environment
+GRPO eval, which waits for GRPO if the other lane has not finished it, in the other). Every phase is resumable: its output is kept under WORK (an interrupted eval resumes
 from its run directory, a finished phase is skipped), every command is kept in ``WORK/commands.json`` with
 exit code, wall and CPU seconds (the process and all it waited for: servers included), and the figures go
 to ``WORK/figures.json`` (``--json`` copies them, e.g. to docs/real-model.json).
@@ -57,10 +57,13 @@ DEFAULT_PHASES = tuple(p for p in PHASES if p not in ("zeroshot", "throughput"))
 #: Lanes per wave: the lanes of one wave run side by side (one process per core), waves one after another.
 #: SFT runs alone on both cores (bfloat16 products, two threads: 0.72 s a sample-epoch against 1.23 s on one
 #: thread); the zero-shot evals, which need no training, run after it beside GRPO and the SFT evals.
+#: The GRPO evals follow the SFT evals in each lane (no wave of their own: the first lane, which trains GRPO,
+#: finishes its SFT eval earlier than the second its learning curve); ``AFTER`` makes a phase wait for the phase
+#: of another lane whose model it needs.
 WAVES = ((("fetch", "data"),), (("sft",),),
-         (("zeroshot-json", "null", "rl", "sft-eval", "zeroshot", "throughput"),
-          ("zeroshot-json-in-env", "null-in-env", "sft-eval-in-env", "curve")),
-         (("rl-eval-in-env",), ("rl-eval",)))
+         (("zeroshot-json", "null", "rl", "sft-eval", "rl-eval", "zeroshot", "throughput"),
+          ("zeroshot-json-in-env", "null-in-env", "sft-eval-in-env", "curve", "rl-eval-in-env")))
+AFTER = {"rl-eval": "rl", "rl-eval-in-env": "rl"}
 SUBSET = "v1_test_smollm2_2048"
 PROMPT = ["--prompt-mode", "mdp-view", "--prompt-version", "3"]
 STRATA = ("failure", "no_change", "simple", "medium", "difficult")
@@ -467,17 +470,28 @@ def run_waves(args: argparse.Namespace) -> int:
                 "(python benchmarks/cpu_precision.py measures both here)")
 
     failed: list[str] = []
+    finished = {phase: threading.Event() for wave in WAVES for lane_phases in wave for phase in lane_phases}
 
     def lane(phases: tuple[str, ...]) -> None:
+        try:
+            run_lane(phases)
+        finally:  # a lane that stopped early must not keep the other one waiting
+            for phase in phases:
+                finished[phase].set()
+
+    def run_lane(phases: tuple[str, ...]) -> None:
         for phase in phases:
             if phase not in args.phases:
                 continue
+            if AFTER.get(phase) in args.phases:
+                finished[AFTER[phase]].wait()
             started = time.monotonic()
             code = runners[phase]()
             with _LOCK:
                 times = json.loads((work / "phases.json").read_text()) if (work / "phases.json").exists() else {}
                 times.setdefault(phase, []).append({"exit": code, "wall_s": round(time.monotonic() - started, 1)})
                 (work / "phases.json").write_text(json.dumps(times, indent=2) + "\n")
+            finished[phase].set()
             if code:
                 say(f"{phase} failed (exit {code}); the rest of its lane is not run")
                 with _LOCK:

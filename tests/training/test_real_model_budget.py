@@ -8,6 +8,7 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,9 +47,9 @@ def test_the_other_waves_last_as_long_as_their_longest_lanes(script):
              "null-in-env": 1.0, "sft-eval-in-env": 60.0, "curve": 120.0, "rl-eval": 70.0, "rl-eval-in-env": 40.0,
              "sft": 5000.0, "fetch": 20.0, "data": 10.0}
     chosen = list(walls)
-    # wave 3: max(100 + 1 + 50 + 80, 90 + 1 + 60 + 120) = 271; wave 4: max(40, 70) = 70; fetch, data, sft skipped
-    assert script.waves_wall(walls, chosen, skip=("fetch", "data", "sft")) == pytest.approx(341.0)
-    assert script.waves_wall(walls, ["curve", "rl-eval"], skip=("sft",)) == pytest.approx(190.0)
+    # the evals' wave: max(100 + 1 + 50 + 80 + 70, 90 + 1 + 60 + 120 + 40) = 311; fetch, data, sft skipped
+    assert script.waves_wall(walls, chosen, skip=("fetch", "data", "sft")) == pytest.approx(311.0)
+    assert script.waves_wall(walls, ["curve", "rl-eval"], skip=("sft",)) == pytest.approx(120.0)
     shipped, started = script.reference_phases()
     assert shipped and started                # docs/real-model.json names the run its phase times come from
 
@@ -107,10 +108,30 @@ def test_a_failed_phase_ends_its_lane_and_the_sequence_exits_1(script, tmp_path,
     monkeypatch.setattr(script, "phase_runner", lambda args, env: {p: runner(p) for p in script.PHASES})
     monkeypatch.setattr(script, "budget_check", lambda args, env: 0)
     monkeypatch.setattr(script, "write_figures", lambda work, json_path: {})
-    phases = ["fetch", "data", "sft", "zeroshot-json", "null", "zeroshot-json-in-env", "rl-eval"]
+    phases = ["fetch", "data", "sft", "zeroshot-json", "null", "rl", "rl-eval", "zeroshot-json-in-env",
+              "rl-eval-in-env"]
     assert script.run_waves(arguments(tmp_path, phases=phases)) == 1
-    assert "null" not in ran and {"zeroshot-json-in-env", "rl-eval"} <= set(ran)   # only its own lane stops
+    assert not {"null", "rl", "rl-eval"} & set(ran)   # its own lane stops ...
+    assert {"zeroshot-json-in-env", "rl-eval-in-env"} <= set(ran)   # ... the other goes on, not waiting for rl
     assert "FAILED phases: zeroshot-json (exit 2)" in capsys.readouterr().out
+
+
+def test_the_in_env_grpo_eval_waits_for_grpo_from_the_other_lane(script, tmp_path, monkeypatch):
+    ran: list[str] = []
+
+    def runner(phase: str):
+        def run() -> int:
+            if phase == "rl":
+                time.sleep(0.3)   # the other lane reaches its GRPO eval long before this ends
+            ran.append(phase)
+            return 0
+        return run
+
+    monkeypatch.setattr(script, "phase_runner", lambda args, env: {p: runner(p) for p in script.PHASES})
+    monkeypatch.setattr(script, "write_figures", lambda work, json_path: {})
+    assert script.run_waves(arguments(tmp_path, phases=["rl", "rl-eval", "null-in-env", "rl-eval-in-env"])) == 0
+    assert ran.index("rl") < ran.index("rl-eval-in-env") and ran.index("rl") < ran.index("rl-eval")
+    assert script.run_waves(arguments(tmp_path, phases=["null-in-env", "rl-eval-in-env"])) == 0  # rl not asked for
 
 
 @pytest.mark.parametrize("order, trained", [("op-first", "json-schema"), ("path-first", "json-schema-path-first"),
