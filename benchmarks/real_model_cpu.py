@@ -114,11 +114,17 @@ def wait_measured(process: subprocess.Popen) -> tuple[int, float]:
     return process.returncode, usage.ru_utime + usage.ru_stime
 
 
+def recorded_commands(work: Path) -> list[dict[str, Any]]:
+    """The rows of WORK/commands.json (none before the first command)."""
+    path = work / "commands.json"
+    return json.loads(path.read_text()) if path.exists() else []
+
+
 def record_command(work: Path, phase: str, command: list[str], code: int, wall: float, cpu: float) -> None:
     """Append one command's record to WORK/commands.json."""
     with _LOCK:
         path = work / "commands.json"
-        rows = json.loads(path.read_text()) if path.exists() else []
+        rows = recorded_commands(work)
         rows.append({"phase": phase, "command": " ".join(command), "exit": code, "wall_s": round(wall, 1),
                      "cpu_s": round(cpu, 1), "finished": time.strftime("%Y-%m-%d %H:%M:%S")})
         path.write_text(json.dumps(rows, indent=2) + "\n")
@@ -228,8 +234,7 @@ def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, response_
 def served_copying(work: Path, phase: str) -> set[bool]:
     """Whether the servers recorded for ``phase`` in WORK/commands.json copied tested values (one value per kind
     seen: empty before any server ran, both when a phase was resumed the other way)."""
-    path = work / "commands.json"
-    rows = json.loads(path.read_text()) if path.exists() else []
+    rows = recorded_commands(work)
     return {"--copy-tested-values" in r["command"].split() for r in rows if r["phase"] == f"{phase}.server"}
 
 
@@ -528,8 +533,7 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
 def phase_cost(work: Path, phase: str) -> dict[str, float | None]:
     """Wall and CPU seconds of a phase's commands (servers included), summed over resumed attempts; a phase
     with no command recorded has the wall time of ``phases.json`` and no CPU figure."""
-    path = work / "commands.json"
-    rows = json.loads(path.read_text()) if path.exists() else []
+    rows = recorded_commands(work)
     mine = [r for r in rows if r["phase"] == phase]
     servers = [r for r in rows if r["phase"] == f"{phase}.server"]
     if not mine and not servers:
@@ -615,8 +619,7 @@ def sft_run(work: Path) -> dict[str, Any] | None:
 def sequence_span(work: Path) -> dict[str, Any] | None:
     """When the first recorded command started and the last one finished, and the wall and CPU seconds of
     all of them (the whole sequence, lanes side by side: CPU seconds add up, wall seconds do not)."""
-    path = work / "commands.json"
-    rows = json.loads(path.read_text()) if path.exists() else []
+    rows = recorded_commands(work)
     if not rows:
         return None
     ends = [time.mktime(time.strptime(r["finished"], "%Y-%m-%d %H:%M:%S")) for r in rows]
