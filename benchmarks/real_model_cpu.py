@@ -15,8 +15,9 @@ timed here, the other phases count as docs/real-model.json measured them; over `
 with exit 3 before SFT), then SFT alone on both cores (two threads, bfloat16 products where the CPU has them),
 then two lanes side by side, one process per core (the zero-shot and null evals, GRPO, the SFT and GRPO evals
 on the subset in one; the in-environment zero-shot, null, SFT and learning-curve evals, then the in-environment
-GRPO eval, which waits for GRPO if the other lane has not finished it, in the other). Every phase is resumable: its output is kept under WORK (an interrupted eval resumes
-from its run directory, a finished phase is skipped), every command is kept in ``WORK/commands.json`` with
+GRPO eval, which waits for GRPO if the other lane has not finished it, in the other). Every phase is resumable:
+its output is kept under WORK (an interrupted eval resumes from its run directory, a finished phase is skipped),
+every command is kept in ``WORK/commands.json`` with
 exit code, wall and CPU seconds (the process and all it waited for: servers included), and the figures go
 to ``WORK/figures.json`` (``--json`` copies them, e.g. to docs/real-model.json).
 
