@@ -47,9 +47,13 @@ def test_the_other_waves_last_as_long_as_their_longest_lanes(script):
              "null-in-env": 1.0, "sft-eval-in-env": 60.0, "curve": 120.0, "rl-eval": 70.0, "rl-eval-in-env": 40.0,
              "sft": 5000.0, "fetch": 20.0, "data": 10.0}
     chosen = list(walls)
-    # the evals' wave: max(100 + 1 + 50 + 80 + 70, 90 + 1 + 60 + 120 + 40) = 311; fetch, data, sft skipped
-    assert script.waves_wall(walls, chosen, skip=("fetch", "data", "sft")) == pytest.approx(311.0)
-    assert script.waves_wall(walls, ["curve", "rl-eval"], skip=("sft",)) == pytest.approx(120.0)
+    # the evals' wave: the lanes' own phases 100 + 1 + 80 + 70 = 251 and 90 + 1 + 50 + 60 + 40 = 241, the shared
+    # curve fills the shorter first: (251 + 241 + 120) / 2 = 306; fetch, data, sft skipped
+    assert script.waves_wall(walls, chosen, skip=("fetch", "data", "sft")) == pytest.approx(306.0)
+    # a shared phase never makes a lane shorter than its own phases: max(70, (70 + 0 + 120) / 2) = 95 ...
+    assert script.waves_wall(walls, ["curve", "rl-eval"], skip=("sft",)) == pytest.approx(95.0)
+    # ... and max(251, (251 + 0 + 120) / 2) = 251
+    assert script.waves_wall(walls, ["zeroshot-json", "null", "sft-eval", "rl-eval", "curve"]) == pytest.approx(251.0)
     shipped, started = script.reference_phases()
     assert shipped and started                # docs/real-model.json names the run its phase times come from
 
@@ -108,11 +112,11 @@ def test_a_failed_phase_ends_its_lane_and_the_sequence_exits_1(script, tmp_path,
     monkeypatch.setattr(script, "phase_runner", lambda args, env: {p: runner(p) for p in script.PHASES})
     monkeypatch.setattr(script, "budget_check", lambda args, env: 0)
     monkeypatch.setattr(script, "write_figures", lambda work, json_path: {})
-    phases = ["fetch", "data", "sft", "zeroshot-json", "null", "rl", "rl-eval", "zeroshot-json-in-env",
+    phases = ["fetch", "data", "sft", "zeroshot-json", "null", "sft-eval", "rl", "rl-eval", "zeroshot-json-in-env",
               "rl-eval-in-env"]
     assert script.run_waves(arguments(tmp_path, phases=phases)) == 1
-    assert not {"null", "rl", "rl-eval"} & set(ran)   # its own lane stops ...
-    assert {"zeroshot-json-in-env", "rl-eval-in-env"} <= set(ran)   # ... the other goes on, not waiting for rl
+    assert not {"null", "sft-eval", "rl-eval"} & set(ran)   # its own lane stops ...
+    assert {"zeroshot-json-in-env", "rl", "rl-eval-in-env"} <= set(ran)   # ... the other goes on
     assert "FAILED phases: zeroshot-json (exit 2)" in capsys.readouterr().out
 
 
@@ -132,6 +136,32 @@ def test_the_in_env_grpo_eval_waits_for_grpo_from_the_other_lane(script, tmp_pat
     assert script.run_waves(arguments(tmp_path, phases=["rl", "rl-eval", "null-in-env", "rl-eval-in-env"])) == 0
     assert ran.index("rl") < ran.index("rl-eval-in-env") and ran.index("rl") < ran.index("rl-eval")
     assert script.run_waves(arguments(tmp_path, phases=["null-in-env", "rl-eval-in-env"])) == 0  # rl not asked for
+
+
+def test_both_lanes_take_the_curves_checkpoints_one_at_a_time_each_once(script, tmp_path, monkeypatch):
+    """The learning curve sits in both lanes: each lane that reaches it takes the next checkpoint no lane has
+    taken, so the two checkpoints are evaluated side by side, each once; a failed one ends its lane's curve."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "stats.json").write_text(json.dumps({"samples": 10}))
+    served: list[tuple[str, float]] = []
+
+    def serve_and_eval(work, phase, model, run_dir, *args, **kwargs):
+        served.append((model.name, time.monotonic()))
+        time.sleep(0.3)
+        return 4 if model.name == "checkpoint-70" and failing else 0
+
+    monkeypatch.setattr(script, "serve_and_eval", serve_and_eval)
+    monkeypatch.setattr(script, "write_figures", lambda work, json_path: {})
+    monkeypatch.setattr(script, "logged_options", lambda data: [])
+    failing = False
+    args = arguments(tmp_path, phases=["curve"], sft_epochs=10.0)
+    assert script.run_waves(args) == 0
+    assert sorted(name for name, _ in served) == ["checkpoint-30", "checkpoint-70"]   # a third, two thirds; once
+    assert abs(served[0][1] - served[1][1]) < 0.25   # side by side, not one after the other
+    served.clear()
+    failing = True
+    assert script.run_waves(args) == 1
+    assert sorted(name for name, _ in served) == ["checkpoint-30", "checkpoint-70"]
 
 
 @pytest.mark.parametrize("order, trained", [("op-first", "json-schema"), ("path-first", "json-schema-path-first"),
