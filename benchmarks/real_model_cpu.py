@@ -134,15 +134,17 @@ def record_command(work: Path, phase: str, command: list[str], code: int, wall: 
         path.write_text(json.dumps(rows, indent=2) + "\n")
 
 
-def run_logged(work: Path, phase: str, command: list[str], env: dict[str, str]) -> int:
-    """Run ``command`` with its output in WORK/PHASE.log; record exit code, wall and CPU seconds."""
+def run_logged(work: Path, phase: str, command: list[str], env: dict[str, str], log_name: str | None = None) -> int:
+    """Run ``command`` with its output in WORK/PHASE.log (WORK/LOG_NAME.log when given: a shared phase's parts run
+    side by side); record exit code, wall and CPU seconds."""
     say(f"$ {' '.join(command)}")
     started = time.monotonic()
-    with open(work / f"{phase}.log", "a") as log:
+    log_path = work / f"{log_name or phase}.log"
+    with open(log_path, "a") as log:
         code, cpu = wait_measured(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env))
     wall = time.monotonic() - started
     record_command(work, phase, command, code, wall, cpu)
-    say(f"  {phase}: exit {code}, {wall:.0f} s wall, {cpu:.0f} CPU s (log: {work / f'{phase}.log'})")
+    say(f"  {phase}: exit {code}, {wall:.0f} s wall, {cpu:.0f} CPU s (log: {log_path})")
     return code
 
 
@@ -192,10 +194,10 @@ def logged_options(data: Path) -> list[str]:
 
 def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, response_format: str,
                    args: argparse.Namespace, env: dict[str, str], benchmark: Path | None = None,
-                   logged: list[str] = (), trained: bool = False) -> int:
+                   logged: list[str] = (), trained: bool = False, log_name: str | None = None) -> int:
     """``envsim serve --backend llama.cpp`` the model (a ``trained`` one with ``--copy-tested-values`` when asked),
     ``envsim eval`` it, stop the server (SIGINT); the phase's CPU seconds are the server's (conversion included)
-    and the client's."""
+    and the client's; their logs are WORK/LOG_NAME(.server).log, LOG_NAME defaulting to the phase."""
     if (run_dir / "summary.json").exists() and done_samples(run_dir) >= args.eval_limit:
         say(f"{phase}: {run_dir} is complete (kept)")
         return 0
@@ -207,7 +209,7 @@ def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, response_
     port = resumed_port(run_dir) or free_port()
     serve = [bin_path("envsim"), "serve", "--model", str(model), "--backend", "llama.cpp", "--port", str(port),
              "--threads", "1", "--quantize", args.quantize, "--ready-timeout", "900",
-             "--log", str(work / f"{phase}.server.log"),
+             "--log", str(work / f"{log_name or phase}.server.log"),
              *(["--copy-tested-values"] if copying else [])]
     say(f"$ {' '.join(serve)} &")
     started = time.monotonic()
@@ -224,7 +226,8 @@ def serve_and_eval(work: Path, phase: str, model: Path, run_dir: Path, response_
             say(f"  {phase}: server did not start: {' / '.join(lines[-5:])}")
             return 1
         code = run_logged(work, phase, eval_command(str(model), run_dir, response_format, args,
-                                                    f"http://127.0.0.1:{port}/v1", benchmark, logged), env)
+                                                    f"http://127.0.0.1:{port}/v1", benchmark, logged), env,
+                          log_name=log_name)
         return code
     finally:
         os.killpg(server.pid, signal.SIGINT)
@@ -343,7 +346,8 @@ def phase_runner(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Cal
                     return 0
                 claimed.add(n)
             code = serve_and_eval(work, "curve", work / "sft" / f"checkpoint-{n}", work / f"eval-curve-{n}",
-                                  trained_format(data), args, env, data / HELDOUT, logged_options(data), trained=True)
+                                  trained_format(data), args, env, data / HELDOUT, logged_options(data), trained=True,
+                                  log_name=f"curve-{n}")
             if code:
                 return code
 

@@ -146,6 +146,7 @@ def test_both_lanes_take_the_curves_checkpoints_one_at_a_time_each_once(script, 
     served: list[tuple[str, float]] = []
 
     def serve_and_eval(work, phase, model, run_dir, *args, **kwargs):
+        assert phase == "curve" and kwargs["log_name"] == model.name.replace("checkpoint", "curve")   # own logs
         served.append((model.name, time.monotonic()))
         time.sleep(0.3)
         return 4 if model.name == "checkpoint-70" and failing else 0
@@ -162,6 +163,13 @@ def test_both_lanes_take_the_curves_checkpoints_one_at_a_time_each_once(script, 
     failing = True
     assert script.run_waves(args) == 1
     assert sorted(name for name, _ in served) == ["checkpoint-30", "checkpoint-70"]
+
+
+def test_a_shared_phases_part_logs_to_its_own_file_and_is_recorded_under_the_phase(script, tmp_path):
+    code = script.run_logged(tmp_path, "curve", [sys.executable, "-c", "print('part 30')"], {}, "curve-30")
+    assert code == 0 and (tmp_path / "curve-30.log").read_text() == "part 30\n"
+    assert not (tmp_path / "curve.log").exists()
+    assert [r["phase"] for r in script.recorded_commands(tmp_path)] == ["curve"]
 
 
 @pytest.mark.parametrize("order, trained", [("op-first", "json-schema"), ("path-first", "json-schema-path-first"),
@@ -182,8 +190,8 @@ def test_trained_rows_decode_in_the_key_order_of_their_sft_data(script, tmp_path
     monkeypatch.setattr(script, "serve_and_eval", lambda work, phase, model, run_dir, kind, *rest, trained=False:
                         served.__setitem__(phase, kind) or trained_rows.__setitem__(phase, trained) or 0)
     commands: dict[str, list[str]] = {}
-    monkeypatch.setattr(script, "run_logged", lambda work, phase, command, env: commands.__setitem__(phase, command)
-                        or 0)
+    monkeypatch.setattr(script, "run_logged",
+                        lambda work, phase, command, env, log_name=None: commands.__setitem__(phase, command) or 0)
     runner = script.phase_runner(arguments(tmp_path, max_tokens=64, rl_generations=4, rl_steps=1, rl_lr=1e-5,
                                            quantize="f16", wheel=None), {})
     for phase in ("zeroshot-json", "zeroshot-json-in-env", "sft-eval", "sft-eval-in-env", "rl"):
@@ -274,7 +282,7 @@ def test_trained_models_are_served_copying_tested_values_when_asked_and_a_run_is
     monkeypatch.setattr(script.subprocess, "Popen", lambda command, **kw: started.append(command) or Server())
     monkeypatch.setattr(script.os, "killpg", lambda pid, sig: None)
     monkeypatch.setattr(script, "wait_measured", lambda process: (0, 0.5))
-    monkeypatch.setattr(script, "run_logged", lambda work, phase, command, env: 0)
+    monkeypatch.setattr(script, "run_logged", lambda work, phase, command, env, log_name=None: 0)
     args = arguments(tmp_path, eval_limit=100, max_tokens=384, eval_extra="", quantize="f16",
                      copy_tested_values=flag)
     for phase, trained in (("zeroshot-json", False), ("sft-eval", True)):
